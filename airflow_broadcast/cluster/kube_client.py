@@ -1,0 +1,223 @@
+"""One async Kubernetes client per process: raw JSON requests, paging, watches, retries, QPS.
+
+It rides on kubernetes_asyncio's ApiClient for TLS and authentication (including
+exec-plugin token refresh), but skips its model classes: objects stay plain
+dicts, which is an order of magnitude cheaper on the triggerer's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import aiohttp
+
+from airflow_broadcast.cluster.api_errors import (
+    ClusterApiError,
+    Gone,
+    TransportError,
+    error_from_response,
+)
+
+log = logging.getLogger(__name__)
+
+JsonDict = dict[str, Any]
+# Bodies above this size are parsed in a worker thread so the event loop never stalls.
+_OFFLOAD_PARSE_BYTES = 256 * 1024
+
+
+class RateLimiter:
+    """Token bucket: at most `qps` requests a second on average, bursts up to `burst`."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self.qps = qps
+        self.burst = burst
+        self._tokens = float(burst)
+        self._last = 0.0
+        self._lock = asyncio.Lock()
+
+    async def acquire(self) -> None:
+        if self.qps <= 0:
+            return
+        async with self._lock:
+            loop = asyncio.get_running_loop()
+            now = loop.time()
+            if self._last:
+                self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
+            self._last = now
+            if self._tokens < 1:
+                wait = (1 - self._tokens) / self.qps
+                await asyncio.sleep(wait)
+                self._last = loop.time()
+                self._tokens = 0.0
+            else:
+                self._tokens -= 1
+
+
+async def _parse_json(raw: bytes) -> Any:
+    if not raw:
+        return {}
+    if len(raw) > _OFFLOAD_PARSE_BYTES:
+        return await asyncio.to_thread(json.loads, raw)
+    return json.loads(raw)
+
+
+class KubeClient:
+    """Thin async client over an ApiClient. Share one instance per process and cluster."""
+
+    def __init__(self, api_client: Any, *, qps: float = 50.0, burst: int = 100,
+                 request_timeout: float = 60.0, max_retries: int = 5) -> None:
+        self._api = api_client
+        self.limiter = RateLimiter(qps, burst)
+        self.request_timeout = request_timeout
+        self.max_retries = max_retries
+        self.requests_sent = 0
+
+    async def close(self) -> None:
+        await self._api.close()
+
+    # ---- plain requests ---------------------------------------------------------------
+    async def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None,
+                      body: Any = None, content_type: str = "application/json",
+                      timeout: float | None = None, retry: bool = True) -> Any:
+        """Send one request and return the parsed JSON body; raise a ClusterApiError subclass."""
+        attempt = 0
+        while True:
+            try:
+                return await self._request_once(method, path, query, body, content_type, timeout)
+            except ClusterApiError as exc:
+                attempt += 1
+                if not (retry and exc.retryable) or attempt > self.max_retries:
+                    raise
+                delay = exc.retry_after if exc.retry_after else min(15.0, 0.2 * 2 ** attempt)
+                delay *= 1 + random.random() * 0.2
+                log.info("Kubernetes API %s on %s %s; retry %d in %.1f s",
+                         exc.status or "unreachable", method, path, attempt, delay)
+                await asyncio.sleep(delay)
+
+    async def _request_once(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
+                            content_type: str, timeout: float | None) -> Any:
+        await self.limiter.acquire()
+        self.requests_sent += 1
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        try:
+            resp = await self._api.call_api(
+                path, method, query_params=list((query or {}).items()), header_params=headers,
+                body=body, auth_settings=["BearerToken"], _preload_content=False,
+                _request_timeout=timeout or self.request_timeout,
+            )
+            async with resp:
+                raw = await resp.read()
+                status = resp.status
+                retry_after = resp.headers.get("Retry-After")
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            raise TransportError(0, "Unreachable", f"{type(exc).__name__}: {exc}",
+                                 verb=method, target=path) from exc
+        if 200 <= status < 300:
+            return await _parse_json(raw)
+        raise error_from_response(status, raw, verb=method, target=path, retry_after=retry_after)
+
+    async def get(self, path: str, **query: Any) -> JsonDict:
+        result: JsonDict = await self.request("GET", path, query=query)
+        return result
+
+    async def create(self, path: str, body: Mapping[str, Any]) -> JsonDict:
+        result: JsonDict = await self.request("POST", path, body=dict(body))
+        return result
+
+    async def replace(self, path: str, body: Mapping[str, Any]) -> JsonDict:
+        result: JsonDict = await self.request("PUT", path, body=dict(body))
+        return result
+
+    async def merge_patch(self, path: str, patch: Mapping[str, Any]) -> JsonDict:
+        result: JsonDict = await self.request(
+            "PATCH", path, body=dict(patch), content_type="application/merge-patch+json")
+        return result
+
+    async def delete(self, path: str, *, propagation: str | None = "Background",
+                     grace_period_seconds: int | None = None,
+                     preconditions_uid: str | None = None) -> JsonDict:
+        body: JsonDict = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation:
+            body["propagationPolicy"] = propagation
+        if grace_period_seconds is not None:
+            body["gracePeriodSeconds"] = grace_period_seconds
+        if preconditions_uid:
+            body["preconditions"] = {"uid": preconditions_uid}
+        result: JsonDict = await self.request("DELETE", path, body=body)
+        return result
+
+    # ---- lists and watches ------------------------------------------------------------
+    async def list_pages(self, path: str, *, page_size: int = 500,
+                         **query: Any) -> AsyncIterator[JsonDict]:
+        """Yield each page of a LIST (limit/continue), so a huge list never blocks the loop."""
+        token: str | None = None
+        while True:
+            params = dict(query, limit=page_size)
+            if token:
+                params["continue"] = token
+            try:
+                page = await self.get(path, **params)
+            except Gone:
+                if token is None:
+                    raise
+                token = None  # the continue token expired: start the list again
+                continue
+            yield page
+            token = page.get("metadata", {}).get("continue") or None
+            if not token:
+                return
+
+    async def list_all(self, path: str, *, page_size: int = 500, **query: Any) -> tuple[list[JsonDict], str]:
+        """All items of a LIST and the resourceVersion to watch from."""
+        items: list[JsonDict] = []
+        version = ""
+        async for page in self.list_pages(path, page_size=page_size, **query):
+            items.extend(page.get("items") or [])
+            version = page.get("metadata", {}).get("resourceVersion", version)
+        return items, version
+
+    async def watch(self, path: str, *, resource_version: str, timeout_seconds: int = 300,
+                    **query: Any) -> AsyncIterator[tuple[str, JsonDict]]:
+        """Yield (type, object) watch events from `resource_version`; raise Gone when it expired."""
+        await self.limiter.acquire()
+        self.requests_sent += 1
+        params = dict(query, watch="true", allowWatchBookmarks="true",
+                      resourceVersion=resource_version, timeoutSeconds=timeout_seconds)
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=timeout_seconds + 30)
+        try:
+            resp = await self._api.call_api(
+                path, "GET", query_params=list(params.items()),
+                header_params={"Accept": "application/json"}, auth_settings=["BearerToken"],
+                _preload_content=False, _request_timeout=timeout,
+            )
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            raise TransportError(0, "Unreachable", f"{type(exc).__name__}: {exc}",
+                                 verb="WATCH", target=path) from exc
+        async with resp:
+            if resp.status != 200:
+                raw = await resp.read()
+                raise error_from_response(resp.status, raw, verb="WATCH", target=path,
+                                          retry_after=resp.headers.get("Retry-After"))
+            buffer = b""
+            try:
+                async for chunk in resp.content.iter_any():
+                    buffer += chunk
+                    while b"\n" in buffer:
+                        line, buffer = buffer.split(b"\n", 1)
+                        if not line.strip():
+                            continue
+                        event = await _parse_json(line)
+                        kind = event.get("type", "")
+                        obj = event.get("object") or {}
+                        if kind == "ERROR":
+                            status = int(obj.get("code", 500))
+                            raise error_from_response(status, json.dumps(obj), verb="WATCH", target=path)
+                        yield kind, obj
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+                raise TransportError(0, "Unreachable", f"{type(exc).__name__}: {exc}",
+                                     verb="WATCH", target=path) from exc

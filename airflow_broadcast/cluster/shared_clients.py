@@ -1,0 +1,42 @@
+"""The process-wide registry of KubeClients: one per event loop and connection key.
+
+Every trigger of this provider in a triggerer shares one client (one TLS context,
+one connection pool, one rate limiter) instead of building one per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from airflow_broadcast.cluster.kube_client import KubeClient
+
+ApiClientFactory = Callable[[], Awaitable[Any]]
+
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, KubeClient]] = (
+    weakref.WeakKeyDictionary()
+)
+_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+async def shared_client(key: str, make_api_client: ApiClientFactory, **options: Any) -> KubeClient:
+    """The client for `key` on the running loop, created once with `make_api_client()`."""
+    loop = asyncio.get_running_loop()
+    clients = _clients.setdefault(loop, {})
+    client = clients.get(key)
+    if client is not None:
+        return client
+    lock = _locks.setdefault(loop, asyncio.Lock())
+    async with lock:
+        client = clients.get(key)
+        if client is None:
+            client = KubeClient(await make_api_client(), **options)
+            clients[key] = client
+    return client
+
+
+def clients_on_this_loop() -> int:
+    """How many clients the running loop holds (used by tests and benchmarks)."""
+    return len(_clients.get(asyncio.get_running_loop(), {}))

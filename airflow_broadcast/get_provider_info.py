@@ -1,0 +1,35 @@
+"""Provider metadata read by Airflow's ProvidersManager through the entry point."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_broadcast import __version__
+
+
+def get_provider_info() -> dict[str, Any]:
+    return {
+        "package-name": "airflow-provider-broadcast",
+        "name": "Broadcast and TF jobs",
+        "description": "Run OpenKruise BroadcastJobs and Kubeflow TFJobs with Airflow as the controller.",
+        "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": "Kubernetes Broadcast Jobs",
+                "external-doc-url": "https://openkruise.io/docs/user-manuals/broadcastjob",
+                "tags": ["software"],
+            },
+        ],
+        "hooks": [
+            {
+                "integration-name": "Kubernetes Broadcast Jobs",
+                "python-modules": ["airflow_broadcast.hooks.kubernetes"],
+            }
+        ],
+        "triggers": [
+            {
+                "integration-name": "Kubernetes Broadcast Jobs",
+                "python-modules": ["airflow_broadcast.triggers.pod_completion"],
+            }
+        ],
+    }

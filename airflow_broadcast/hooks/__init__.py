@@ -1,0 +1,1 @@
+"""hooks layer."""

@@ -1,0 +1,48 @@
+"""Kubernetes access for this provider, through the cncf provider's `kubernetes` connection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook, KubernetesHook
+
+from airflow_broadcast.cluster.kube_client import KubeClient
+from airflow_broadcast.cluster.shared_clients import shared_client
+
+DEFAULT_NAMESPACE = "default"
+
+
+class BroadcastKubernetesHook(AsyncKubernetesHook):
+    """The cncf async hook, plus one shared raw-JSON client per process and connection.
+
+    Configuration loading (kubeconfig, in-cluster, exec plugins) is the cncf hook's;
+    what changes is that the resulting client is built once and reused by every
+    trigger, instead of once per call.
+    """
+
+    def __init__(self, kubernetes_conn_id: str = KubernetesHook.default_conn_name,
+                 cluster_context: str | None = None, **kwargs: Any) -> None:
+        super().__init__(conn_id=kubernetes_conn_id, cluster_context=cluster_context, **kwargs)
+
+    def _client_key(self) -> str:
+        return f"{self.conn_id}|{self.cluster_context or ''}"
+
+    async def kube_client(self) -> KubeClient:
+        return await shared_client(self._client_key(), self._new_api_client)
+
+    async def _new_api_client(self) -> Any:
+        from kubernetes_asyncio import client as async_client
+
+        await self._load_config()
+        return async_client.ApiClient(configuration=self.client_configuration)
+
+    async def default_namespace(self) -> str:
+        """The connection's namespace, else `default`."""
+        namespace = await self._get_field("namespace")
+        return str(namespace) if namespace else DEFAULT_NAMESPACE
+
+
+def connection_namespace(kubernetes_conn_id: str) -> str:
+    """The connection's namespace resolved on a worker (sync), else `default`."""
+    namespace = KubernetesHook(conn_id=kubernetes_conn_id).get_namespace()
+    return namespace or DEFAULT_NAMESPACE

@@ -1,0 +1,20 @@
+"""The single place that picks Airflow base classes by Airflow version."""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from airflow import __version__ as _airflow_version
+
+_BASE = Version(Version(_airflow_version).base_version)
+AIRFLOW_V_3_3_PLUS = _BASE >= Version("3.3.0")
+MIN_AIRFLOW_VERSION = Version("3.1.0")
+
+if _BASE < MIN_AIRFLOW_VERSION:  # pragma: no cover - refused at install time too
+    raise RuntimeError(
+        f"airflow-provider-broadcast needs Apache Airflow >= {MIN_AIRFLOW_VERSION}, found {_airflow_version}"
+    )
+
+from airflow.sdk import BaseHook, BaseOperator, BaseSensorOperator  # noqa: E402
+
+__all__ = ["AIRFLOW_V_3_3_PLUS", "BaseHook", "BaseOperator", "BaseSensorOperator"]

@@ -1,0 +1,1 @@
+"""Helpers shared by the integration and end-to-end tests."""

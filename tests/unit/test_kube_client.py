@@ -1,0 +1,78 @@
+"""The shared client's own logic: rate limiting, retries and one client per loop."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from airflow_broadcast.cluster import api_errors
+from airflow_broadcast.cluster.kube_client import KubeClient, RateLimiter
+from airflow_broadcast.cluster.shared_clients import clients_on_this_loop, shared_client
+
+
+async def test_rate_limiter_spaces_requests_beyond_the_burst() -> None:
+    limiter = RateLimiter(qps=100, burst=5)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    for _ in range(15):
+        await limiter.acquire()
+    elapsed = loop.time() - start
+    # 10 requests past the burst at 100/s need at least ~0.1 s of waiting.
+    assert elapsed >= 0.09
+
+
+class _FlakyClient(KubeClient):
+    def __init__(self, failures: list[api_errors.ClusterApiError]) -> None:
+        super().__init__(api_client=None, qps=0, max_retries=3)
+        self.failures = failures
+        self.calls = 0
+
+    async def _request_once(self, *args: Any) -> Any:
+        self.calls += 1
+        if self.failures:
+            raise self.failures.pop(0)
+        return {"ok": True}
+
+
+async def test_retryable_errors_are_retried_with_retry_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    sleeps: list[float] = []
+
+    async def fake_sleep(delay: float) -> None:
+        sleeps.append(delay)
+
+    monkeypatch.setattr(asyncio, "sleep", fake_sleep)
+    throttled = api_errors.TooManyRequests(429, "TooManyRequests", "slow", retry_after=2.0)
+    down = api_errors.ServerError(503, "ServiceUnavailable", "etcd")
+    kube = _FlakyClient([throttled, down])
+    assert await kube.request("GET", "/x") == {"ok": True}
+    assert kube.calls == 3
+    assert 2.0 <= sleeps[0] <= 2.4
+
+
+async def test_non_retryable_errors_surface_at_once() -> None:
+    kube = _FlakyClient([api_errors.Invalid(422, "Invalid", "bad")])
+    with pytest.raises(api_errors.Invalid):
+        await kube.request("POST", "/x", body={})
+    assert kube.calls == 1
+
+
+async def test_shared_client_is_built_once_per_loop_and_key() -> None:
+    built: list[int] = []
+
+    class _Api:
+        async def close(self) -> None:
+            return None
+
+    async def factory() -> Any:
+        built.append(1)
+        await asyncio.sleep(0)
+        return _Api()
+
+    clients = await asyncio.gather(*(shared_client("conn-a", factory) for _ in range(50)))
+    assert len({id(c) for c in clients}) == 1
+    assert len(built) == 1
+    other = await shared_client("conn-b", factory)
+    assert other is not clients[0]
+    assert clients_on_this_loop() == 2
