@@ -1,0 +1,136 @@
+"""Observed cluster state as small immutable values, the input of every reconciler.
+
+The cluster layer builds these from raw API objects in one place; reconcilers
+never see client-library models, and never read the clock: `now` is passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+JsonDict = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """What node eligibility needs to know about one node."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    allocatable: Mapping[str, str] = field(default_factory=dict)
+
+    @staticmethod
+    def from_api(node: Mapping[str, Any]) -> NodeInfo:
+        meta = node.get("metadata") or {}
+        spec = node.get("spec") or {}
+        status = node.get("status") or {}
+        return NodeInfo(
+            name=str(meta.get("name", "")),
+            labels=dict(meta.get("labels") or {}),
+            taints=tuple(
+                Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "") or ""))
+                for t in spec.get("taints") or []
+            ),
+            unschedulable=bool(spec.get("unschedulable", False)),
+            allocatable={str(k): str(v) for k, v in (status.get("allocatable") or {}).items()},
+        )
+
+
+@dataclass(frozen=True)
+class ContainerExit:
+    """The terminated state of one container."""
+
+    container: str
+    exit_code: int
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class PodInfo:
+    """What reconcilers need to know about one child pod.
+
+    `spec` is the pod's raw spec (used to re-check node fitness, §N13). `node` is
+    the node the pod is bound or pinned to (spec.nodeName, else the single-value
+    `metadata.name In` matchFields term), or "" when it has none.
+    """
+
+    name: str
+    uid: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    owner_uid: str
+    owner_kind: str
+    node: str
+    phase: str
+    deleting: bool
+    restart_policy: str
+    restarts: int
+    spec: Mapping[str, Any]
+    exits: tuple[ContainerExit, ...] = ()
+    waiting_reason: str = ""
+    pending_message: str = ""
+    created_at: float = 0.0
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    def exit_of(self, container: str | None = None) -> ContainerExit | None:
+        """The terminated state of `container`, else of the first container that has one."""
+        for exit_ in self.exits:
+            if container is None or exit_.container == container:
+                return exit_
+        return None
+
+
+@dataclass(frozen=True)
+class ServiceInfo:
+    name: str
+    uid: str
+    labels: Mapping[str, str]
+    owner_uid: str
+    deleting: bool
+
+
+def assigned_node(spec: Mapping[str, Any]) -> str:
+    """spec.nodeName, else the single value of the first `metadata.name In [x]` matchFields entry."""
+    node_name = spec.get("nodeName")
+    if node_name:
+        return str(node_name)
+    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution") or {}
+    for term in affinity.get("nodeSelectorTerms") or []:
+        for req in (term or {}).get("matchFields") or []:
+            values = req.get("values") or []
+            if req.get("key") == "metadata.name" and req.get("operator") == "In" and len(values) == 1:
+                return str(values[0])
+    return ""
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """The durable job record as last read: identity, persisted status and flags.
+
+    `owner_reference` is the ownerReference every child must carry, so that
+    deleting the record garbage-collects the children.
+    """
+
+    name: str
+    namespace: str
+    uid: str
+    owner_reference: Mapping[str, Any]
+    status: Mapping[str, Any] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    deleting: bool = False

@@ -1,0 +1,75 @@
+"""The output of a reconcile pass: what to change in the cluster, and what the job now is.
+
+A plan is data. The cluster layer executes it (deletes first, then slow-start
+creates, then the record write) and treats 404 on delete and AlreadyExists on
+create as done, so applying the same plan twice is harmless.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+JsonDict = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class DeleteChild:
+    """Delete a pod or service by name; `uid` guards against deleting a newer namesake."""
+
+    kind: str  # "Pod" | "Service"
+    name: str
+    uid: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    """A Kubernetes Event to record against the job (reason and message as upstream writes them)."""
+
+    type: str  # "Normal" | "Warning"
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything one pass decided.
+
+    * `create_pods` / `create_services`: full manifests with deterministic names.
+      Pods are created in slow-start batches (1, 2, 4, ...), at most
+      `create_limit` of them in this pass (None = all).
+    * `deletes`: children to delete (executed before any create).
+    * `status`: the job status to persist, or None when unchanged.
+    * `record_annotations`: durable flags on the job record (None value = remove).
+    * `delete_job`: delete the job record (TTL expiry); children follow by GC.
+    * `requeue_after`: seconds until a timer-driven pass is needed (deadline, TTL,
+      backoff), or None when only cluster events can change the outcome.
+    * `finished`: the job reached a terminal state in (or before) this pass.
+    * `count_created_as_active`: the executor adds each successful pod create to
+      `status["active"]` before writing it (upstream counts creates within the pass).
+    """
+
+    create_pods: tuple[JsonDict, ...] = ()
+    create_services: tuple[JsonDict, ...] = ()
+    deletes: tuple[DeleteChild, ...] = ()
+    create_limit: int | None = None
+    status: JsonDict | None = None
+    record_annotations: Mapping[str, str | None] = field(default_factory=dict)
+    events: tuple[JobEvent, ...] = ()
+    delete_job: bool = False
+    requeue_after: float | None = None
+    finished: bool = False
+    count_created_as_active: bool = False
+
+    @property
+    def changes_cluster(self) -> bool:
+        return bool(self.create_pods or self.create_services or self.deletes or self.status is not None
+                    or self.record_annotations or self.delete_job)
+
+
+def earliest(*delays: float | None) -> float | None:
+    """The smallest non-None delay (clamped at 0), or None."""
+    present = [max(0.0, d) for d in delays if d is not None]
+    return min(present) if present else None
