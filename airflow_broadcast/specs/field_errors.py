@@ -30,6 +30,8 @@ class FieldError:
             return f"{self.path}: Unsupported value: {_quote(self.value)}: {self.message}"
         if self.kind == "TooLong":
             return f"{self.path}: Too long: {self.message}"
+        if self.kind == "NotFound":
+            return f"{self.path}: Not found: {_quote(self.value)}"
         if self.kind == "Duplicate":
             return f"{self.path}: Duplicate value: {_quote(self.value)}"
         if self.has_value:
