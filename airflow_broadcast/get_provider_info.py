@@ -29,7 +29,25 @@ def get_provider_info() -> dict[str, Any]:
         "triggers": [
             {
                 "integration-name": "Kubernetes Broadcast Jobs",
-                "python-modules": ["airflow_broadcast.triggers.pod_completion"],
+                "python-modules": [
+                    "airflow_broadcast.triggers.pod_completion",
+                    "airflow_broadcast.triggers.job_reconcile",
+                ],
+            }
+        ],
+        "operators": [
+            {
+                "integration-name": "Kubernetes Broadcast Jobs",
+                "python-modules": [
+                    "airflow_broadcast.operators.broadcast_job",
+                    "airflow_broadcast.operators.job_cleanup",
+                ],
+            }
+        ],
+        "sensors": [
+            {
+                "integration-name": "Kubernetes Broadcast Jobs",
+                "python-modules": ["airflow_broadcast.sensors.broadcast_job"],
             }
         ],
     }

@@ -12,8 +12,9 @@ from devcluster.airflow_env import AirflowEnv
 from devcluster.control_plane import REPO_ROOT, ClusterStartError, ControlPlane
 from devcluster.fake_nodes import FakeNode, create_nodes
 
-DEMO_DAG = "trivial_deferrable"
-DEMO_DAGS_FOLDER = REPO_ROOT / "tests" / "dags"
+DEMO_DAG = "example_broadcast_job_prepull"
+DEMO_TASK = "prepull_images"
+DEMO_DAGS_FOLDER = REPO_ROOT / "example_dags"
 
 
 def _ensure_nodes(kubeconfig: str, count: int) -> None:
@@ -48,10 +49,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cluster ready with {args.nodes} fake nodes in {time.monotonic() - t0:.1f} s ({info.server})")
     env = AirflowEnv.create(REPO_ROOT / ".airflow-demo", DEMO_DAGS_FOLDER, info.kubeconfig, fresh=False)
     t1 = time.monotonic()
-    result = env.dags_test(DEMO_DAG, conf={"namespace": "demo"})
+    result = env.dags_test(DEMO_DAG)
     print(f"`airflow dags test {DEMO_DAG}`: {result.state} in {time.monotonic() - t1:.1f} s")
-    for task, value in result.xcoms.items():
-        print(f"{task}: {value}")
+    summary = result.xcoms.get(DEMO_TASK)
+    if not summary:
+        print("\n".join(result.output.splitlines()[-40:]))
+        return 1
+    print(f"\nBroadcastJob {summary['namespace']}/{summary['name']}: phase {summary['phase']}, "
+          f"{summary['succeeded']} succeeded, {summary['failed']} failed of {summary['desired']} desired "
+          f"({summary['startTime']} → {summary['completionTime']})\n")
+    rows = [{"node": node, "pod": r.get("pod", ""), "phase": r.get("phase", ""), "exit": r.get("exitCode", ""),
+             "reason": r.get("reason", ""), "restarts": r.get("restarts", 0)}
+            for node, r in sorted(summary["nodes"].items())]
+    rows += [{"node": node, "phase": "ineligible", "reason": why}
+             for node, why in sorted(summary["ineligibleNodes"].items())]
+    print_table(rows, ["node", "pod", "phase", "exit", "reason", "restarts"])
     print(f"\nexport KUBECONFIG={info.kubeconfig}   # the cluster stays up; `make cluster-down` stops it")
     return 0 if result.state == "success" else 1
 

@@ -83,12 +83,12 @@ class KubeClient:
     # ---- plain requests ---------------------------------------------------------------
     async def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None,
                       body: Any = None, content_type: str = "application/json",
-                      timeout: float | None = None, retry: bool = True) -> Any:
+                      timeout: float | None = None, retry: bool = True, raw: bool = False) -> Any:
         """Send one request and return the parsed JSON body; raise a ClusterApiError subclass."""
         attempt = 0
         while True:
             try:
-                return await self._request_once(method, path, query, body, content_type, timeout)
+                return await self._request_once(method, path, query, body, content_type, timeout, raw)
             except ClusterApiError as exc:
                 attempt += 1
                 if not (retry and exc.retryable) or attempt > self.max_retries:
@@ -99,11 +99,16 @@ class KubeClient:
                          exc.status or "unreachable", method, path, attempt, delay)
                 await asyncio.sleep(delay)
 
+    async def request_text(self, method: str, path: str, *, query: Mapping[str, Any] | None = None) -> str:
+        """A request whose answer is plain text (pod logs)."""
+        raw: bytes = await self.request(method, path, query=query, raw=True)
+        return raw.decode(errors="replace")
+
     async def _request_once(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
-                            content_type: str, timeout: float | None) -> Any:
+                            content_type: str, timeout: float | None, raw_body: bool = False) -> Any:
         await self.limiter.acquire()
         self.requests_sent += 1
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+        headers = {"Accept": "*/*" if raw_body else "application/json", "Content-Type": content_type}
         try:
             resp = await self._api.call_api(
                 path, method, query_params=list((query or {}).items()), header_params=headers,
@@ -114,11 +119,11 @@ class KubeClient:
                 raw = await resp.read()
                 status = resp.status
                 retry_after = resp.headers.get("Retry-After")
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise TransportError(0, "Unreachable", f"{type(exc).__name__}: {exc}",
                                  verb=method, target=path) from exc
         if 200 <= status < 300:
-            return await _parse_json(raw)
+            return raw if raw_body else await _parse_json(raw)
         raise error_from_response(status, raw, verb=method, target=path, retry_after=retry_after)
 
     async def get(self, path: str, **query: Any) -> JsonDict:
@@ -195,7 +200,7 @@ class KubeClient:
                 header_params={"Accept": "application/json"}, auth_settings=["BearerToken"],
                 _preload_content=False, _request_timeout=timeout,
             )
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise TransportError(0, "Unreachable", f"{type(exc).__name__}: {exc}",
                                  verb="WATCH", target=path) from exc
         async with resp:
@@ -218,6 +223,6 @@ class KubeClient:
                             status = int(obj.get("code", 500))
                             raise error_from_response(status, json.dumps(obj), verb="WATCH", target=path)
                         yield kind, obj
-            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            except (TimeoutError, aiohttp.ClientError, OSError) as exc:
                 raise TransportError(0, "Unreachable", f"{type(exc).__name__}: {exc}",
                                      verb="WATCH", target=path) from exc

@@ -22,7 +22,8 @@ def test_airflow_cli_lists_and_describes_the_provider(airflow_env: AirflowEnv) -
     info = json.loads(got.stdout)[0]
     assert info["package-name"] == "airflow-provider-broadcast"
     assert info["versions"] == [__version__]
-    assert info["triggers"][0]["python-modules"] == ["airflow_broadcast.triggers.pod_completion"]
+    assert "airflow_broadcast.triggers.pod_completion" in info["triggers"][0]["python-modules"]
+    assert "airflow_broadcast.operators.broadcast_job" in info["operators"][0]["python-modules"]
 
     triggers = airflow_env.airflow("providers", "triggers", "-o", "json")
     assert "airflow_broadcast.triggers.pod_completion" in triggers.stdout

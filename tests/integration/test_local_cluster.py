@@ -9,10 +9,10 @@ import pytest
 from kubernetes import client
 from kubernetes_asyncio import client as async_client
 from kubernetes_asyncio import config as async_config
+from support.waits import wait_for_pod_phase
 
 from airflow_broadcast.cluster.api_errors import Forbidden, Invalid
 from airflow_broadcast.cluster.kube_client import KubeClient
-from support.waits import wait_for_pod_phase
 
 SIM = "sim.airflow-broadcast.io"
 
@@ -170,3 +170,20 @@ def test_restricted_identity_gets_403_with_an_rbac_hint(cluster: Any, namespace:
     assert error.status == 403
     assert "docs/rbac.md" in str(error)
     assert 'User "restricted" cannot list resource "pods"' in error.api_message
+
+
+@pytest.mark.cluster
+def test_fail_nodes_annotation_fails_only_the_listed_node(core_api: client.CoreV1Api, namespace: str,
+                                                          node_factory: Any) -> None:
+    good, bad = node_factory(2)
+    annotations = {f"{SIM}/result": "Succeeded", f"{SIM}/fail-nodes": f"other,{bad}", f"{SIM}/exit-code": "42"}
+    core_api.create_namespaced_pod(namespace, _pod("on-good", good, annotations))
+    core_api.create_namespaced_pod(namespace, _pod("on-bad", bad, annotations))
+
+    wait_for_pod_phase(core_api, namespace, "on-good", {"Succeeded", "Failed"})
+    wait_for_pod_phase(core_api, namespace, "on-bad", {"Succeeded", "Failed"})
+
+    assert core_api.read_namespaced_pod("on-good", namespace).status.phase == "Succeeded"
+    bad_pod = core_api.read_namespaced_pod("on-bad", namespace).status
+    assert bad_pod.phase == "Failed"
+    assert bad_pod.container_statuses[0].state.terminated.exit_code == 42

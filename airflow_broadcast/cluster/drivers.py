@@ -1,0 +1,21 @@
+"""Job kinds known to the engine, by kind name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_broadcast.cluster.broadcast_job_driver import BroadcastJobDriver
+from airflow_broadcast.reconcilers.broadcast_job_reconciler import BroadcastOptions
+
+KINDS = ("BroadcastJob",)
+
+
+def driver_for(kind: str, options: dict[str, Any] | None = None) -> Any:
+    """The driver for `kind`; options are the kind's switches (JSON-safe, as triggers carry them)."""
+    opts = dict(options or {})
+    if kind == "BroadcastJob":
+        return BroadcastJobDriver(BroadcastOptions(
+            assign_by_scheduler=bool(opts.get("assign_by_scheduler", True)),
+            kruise_compat=bool(opts.get("kruise_compat", False)),
+        ))
+    raise ValueError(f"unknown job kind {kind!r}; known kinds: {', '.join(KINDS)}")

@@ -1,0 +1,185 @@
+"""Shared watch caches: one LIST+WATCH per resource and scope per process, shared by every trigger.
+
+An informer keeps the typed view of each object (built once per change), an
+index by one label, and wakes the subscribers of an index value when one of its
+objects changes. Reconcile passes read from it instead of listing the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
+
+from airflow_broadcast.cluster.api_errors import ClusterApiError, Gone
+from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+ANY_KEY = "*"
+RELIST_SECONDS = 300.0
+
+
+class Informer(Generic[T]):
+    """LIST then WATCH one collection; `transform` turns raw objects into typed values."""
+
+    def __init__(self, client: KubeClient, path: str, transform: Callable[[JsonDict], T], *,
+                 label_selector: str = "", index_label: str = "",
+                 significant: Callable[[T], Hashable] | None = None) -> None:
+        self.client = client
+        self.path = path
+        self.transform = transform
+        self.label_selector = label_selector
+        self.index_label = index_label
+        self.significant = significant
+        self.values: dict[str, T] = {}
+        self._versions: dict[str, int] = {}
+        self._index: dict[str, set[str]] = {}
+        self._keys_index: dict[str, str] = {}
+        self._subscribers: dict[str, set[asyncio.Event]] = {}
+        self.synced = asyncio.Event()
+        self.error: ClusterApiError | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.events_seen = 0
+
+    # ---- reading -------------------------------------------------------------------------
+    def items(self, index_value: str | None = None) -> list[T]:
+        if index_value is None:
+            return list(self.values.values())
+        return [self.values[k] for k in self._index.get(index_value, ()) if k in self.values]
+
+    def subscribe(self, index_value: str, event: asyncio.Event) -> None:
+        self._subscribers.setdefault(index_value, set()).add(event)
+
+    def unsubscribe(self, index_value: str, event: asyncio.Event) -> None:
+        self._subscribers.get(index_value, set()).discard(event)
+
+    async def wait_synced(self, timeout: float = 120.0) -> None:
+        await asyncio.wait_for(self.synced.wait(), timeout)
+        if self.error is not None and not self.values:
+            raise self.error
+
+    # ---- writing -------------------------------------------------------------------------
+    def upsert(self, obj: JsonDict, notify: bool = True) -> None:
+        """Apply one object (from a watch, or our own write) unless we already hold a newer version."""
+        meta = obj.get("metadata") or {}
+        key = str(meta.get("name", ""))
+        version = _version(meta.get("resourceVersion"))
+        if version and self._versions.get(key, 0) >= version:
+            return  # already applied (our own write, or a replayed event)
+        value = self.transform(obj)
+        old = self.values.get(key)
+        self.values[key] = value
+        self._versions[key] = version
+        index = str((meta.get("labels") or {}).get(self.index_label, "")) if self.index_label else ""
+        self._move_index(key, index)
+        if notify and (old is None or self.significant is None or self.significant(old) != self.significant(value)):
+            self._notify(index)
+
+    def remove(self, name: str) -> None:
+        if self.values.pop(name, None) is None:
+            return
+        self._versions.pop(name, None)
+        index = self._keys_index.pop(name, "")
+        self._index.get(index, set()).discard(name)
+        self._notify(index)
+
+    def _move_index(self, key: str, index: str) -> None:
+        previous = self._keys_index.get(key)
+        if previous == index:
+            return
+        if previous is not None:
+            self._index.get(previous, set()).discard(key)
+        self._keys_index[key] = index
+        self._index.setdefault(index, set()).add(key)
+
+    def _notify(self, index: str) -> None:
+        for value in (index, ANY_KEY):
+            for event in self._subscribers.get(value, ()):
+                event.set()
+
+    # ---- the loop ------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name=f"informer {self.path}")
+
+    async def _relist(self) -> str:
+        query: dict[str, Any] = {"labelSelector": self.label_selector} if self.label_selector else {}
+        fresh: dict[str, JsonDict] = {}
+        version = ""
+        async for page in self.client.list_pages(self.path, **query):
+            for obj in page.get("items") or []:
+                fresh[str(obj["metadata"]["name"])] = obj
+            version = page.get("metadata", {}).get("resourceVersion", version)
+            await asyncio.sleep(0)  # yield between pages: a huge list never blocks the loop
+        for name in [k for k in self.values if k not in fresh]:
+            self.remove(name)
+        for obj in fresh.values():
+            self.upsert(obj)
+        return version
+
+    async def _run(self) -> None:
+        backoff = 0.5
+        while True:
+            try:
+                version = await self._relist()
+                self.error = None
+                self.synced.set()
+                backoff = 0.5
+                deadline = asyncio.get_running_loop().time() + RELIST_SECONDS
+                while asyncio.get_running_loop().time() < deadline:
+                    version = await self._watch_once(version)
+            except Gone:
+                continue
+            except ClusterApiError as exc:
+                self.error = exc
+                self.synced.set()
+                log.warning("watch of %s failed (%s); relisting in %.1f s", self.path, exc, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(30.0, backoff * 2)
+
+    async def _watch_once(self, version: str) -> str:
+        query: dict[str, Any] = {"labelSelector": self.label_selector} if self.label_selector else {}
+        async for kind, obj in self.client.watch(self.path, resource_version=version, timeout_seconds=240,
+                                                 **query):
+            self.events_seen += 1
+            meta = obj.get("metadata") or {}
+            version = str(meta.get("resourceVersion") or version)
+            if kind == "BOOKMARK":
+                continue
+            if kind == "DELETED":
+                self.remove(str(meta.get("name", "")))
+            else:
+                self.upsert(obj)
+        return version
+
+
+def _version(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+_registry: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[int, str, str], Informer[Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def shared_informer(client: KubeClient, path: str, transform: Callable[[JsonDict], T], *,
+                    label_selector: str = "", index_label: str = "",
+                    significant: Callable[[T], Hashable] | None = None) -> Informer[T]:
+    """The running loop's informer for (client, path, selector), started on first use."""
+    loop = asyncio.get_running_loop()
+    informers = _registry.setdefault(loop, {})
+    key = (id(client), path, label_selector)
+    informer = informers.get(key)
+    if informer is None:
+        informer = Informer(client, path, transform, label_selector=label_selector, index_label=index_label,
+                            significant=significant)
+        informers[key] = informer
+        informer.start()
+    return informer

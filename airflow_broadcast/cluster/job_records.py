@@ -1,0 +1,105 @@
+"""The durable job record: a labelled ConfigMap that holds the manifest and the status and owns the children.
+
+Like Helm's release records it needs only namespace-scoped RBAC, survives
+triggerer restarts, lists with `kubectl get cm -l airflow-broadcast.io/kind`,
+and deleting it garbage-collects every child through ownerReferences. Writes
+carry the resourceVersion (optimistic concurrency).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_broadcast.cluster.api_errors import NotFound
+from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
+
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "airflow-broadcast"
+KIND_LABEL = "airflow-broadcast.io/kind"
+JOB_LABEL = "airflow-broadcast.io/job-name"
+EXPIRES_AT = "airflow-broadcast.io/expires-at"
+RESULT_READ = "airflow-broadcast.io/result-read"
+SUBMITTED_BY = "airflow-broadcast.io/submitted-by"
+RECORD_PREFIX = {"BroadcastJob": "bcj", "TFJob": "tfjob"}
+
+
+def record_name(kind: str, job_name: str) -> str:
+    return f"{RECORD_PREFIX[kind]}-{job_name}"
+
+
+def records_path(namespace: str) -> str:
+    return f"/api/v1/namespaces/{namespace}/configmaps"
+
+
+def record_path(namespace: str, name: str) -> str:
+    return f"{records_path(namespace)}/{name}"
+
+
+def new_record(kind: str, job_name: str, namespace: str, manifest: Mapping[str, Any],
+               status: Mapping[str, Any], annotations: Mapping[str, str]) -> JsonDict:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": record_name(kind, job_name),
+            "namespace": namespace,
+            "labels": {MANAGED_BY_LABEL: MANAGED_BY, KIND_LABEL: kind, JOB_LABEL: job_name},
+            "annotations": dict(annotations),
+        },
+        "data": {"manifest": json.dumps(manifest, sort_keys=True), "status": json.dumps(status, sort_keys=True)},
+    }
+
+
+def is_record_of(raw: Mapping[str, Any], kind: str, job_name: str) -> bool:
+    labels = (raw.get("metadata") or {}).get("labels") or {}
+    return bool(labels.get(KIND_LABEL) == kind and labels.get(JOB_LABEL) == job_name)
+
+
+def read_manifest(raw: Mapping[str, Any]) -> JsonDict:
+    data: JsonDict = json.loads((raw.get("data") or {}).get("manifest") or "{}")
+    return data
+
+
+def read_status(raw: Mapping[str, Any]) -> JsonDict:
+    data: JsonDict = json.loads((raw.get("data") or {}).get("status") or "{}")
+    return data
+
+
+async def create_record(client: KubeClient, record: Mapping[str, Any]) -> JsonDict:
+    namespace = record["metadata"]["namespace"]
+    return await client.create(records_path(namespace), record)
+
+
+async def get_record(client: KubeClient, namespace: str, name: str) -> JsonDict | None:
+    try:
+        return await client.get(record_path(namespace, name))
+    except NotFound:
+        return None
+
+
+async def write_record(client: KubeClient, raw: Mapping[str, Any], status: Mapping[str, Any] | None,
+                       annotations: Mapping[str, str | None]) -> JsonDict:
+    """PUT the record with its resourceVersion; a concurrent writer gets a Conflict."""
+    updated: JsonDict = json.loads(json.dumps(raw))
+    meta = updated.setdefault("metadata", {})
+    current = dict(meta.get("annotations") or {})
+    for key, value in annotations.items():
+        if value is None:
+            current.pop(key, None)
+        else:
+            current[key] = value
+    meta["annotations"] = current
+    if status is not None:
+        updated.setdefault("data", {})["status"] = json.dumps(status, sort_keys=True)
+    return await client.replace(record_path(meta["namespace"], meta["name"]), updated)
+
+
+async def delete_record(client: KubeClient, namespace: str, name: str, uid: str = "") -> bool:
+    """Delete the record (children follow by GC). False when it was already gone."""
+    try:
+        await client.delete(record_path(namespace, name), propagation="Background", preconditions_uid=uid or None)
+    except NotFound:
+        return False
+    return True

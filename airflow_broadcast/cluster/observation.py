@@ -1,0 +1,106 @@
+"""Raw API objects → the typed values reconcilers read. The only code that digs in pod/service JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+from airflow_broadcast.reconcilers.observed import (
+    ContainerExit,
+    JobRecord,
+    NodeInfo,
+    PodInfo,
+    ServiceInfo,
+    assigned_node,
+)
+from airflow_broadcast.reconcilers.timestamps import from_rfc3339
+
+JsonDict = dict[str, Any]
+
+
+def _controller(meta: Mapping[str, Any]) -> tuple[str, str]:
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller"):
+            return str(ref.get("uid", "")), str(ref.get("kind", ""))
+    return "", ""
+
+
+def pod_info(pod: Mapping[str, Any]) -> PodInfo:
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    statuses = list(status.get("initContainerStatuses") or []) + list(status.get("containerStatuses") or [])
+    exits: list[ContainerExit] = []
+    waiting = ""
+    for cs in status.get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        terminated = state.get("terminated")
+        if terminated:
+            exits.append(ContainerExit(str(cs.get("name", "")), int(terminated.get("exitCode", 0)),
+                                       str(terminated.get("reason", "") or ""),
+                                       str(terminated.get("message", "") or "")))
+        elif (state.get("waiting") or {}).get("reason") and not waiting:
+            waiting = str(state["waiting"]["reason"])
+    pending = ""
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            pending = f"{cond.get('reason', '')}: {cond.get('message', '')}".strip(": ")
+    if not pending and status.get("reason"):
+        pending = f"{status.get('reason')}: {status.get('message', '')}".strip(": ")
+    owner_uid, owner_kind = _controller(meta)
+    return PodInfo(
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        labels=dict(meta.get("labels") or {}),
+        annotations=dict(meta.get("annotations") or {}),
+        owner_uid=owner_uid,
+        owner_kind=owner_kind,
+        node=assigned_node(spec),
+        phase=str(status.get("phase", "") or ""),
+        deleting=bool(meta.get("deletionTimestamp")),
+        restart_policy=str(spec.get("restartPolicy", "Always")),
+        restarts=sum(int(cs.get("restartCount", 0) or 0) for cs in statuses),
+        spec=spec,
+        exits=tuple(exits),
+        waiting_reason=waiting,
+        pending_message=pending,
+        created_at=from_rfc3339(meta.get("creationTimestamp")) or 0.0,
+    )
+
+
+def service_info(svc: Mapping[str, Any]) -> ServiceInfo:
+    meta = svc.get("metadata") or {}
+    owner_uid, _ = _controller(meta)
+    return ServiceInfo(name=str(meta.get("name", "")), uid=str(meta.get("uid", "")),
+                       labels=dict(meta.get("labels") or {}), owner_uid=owner_uid,
+                       deleting=bool(meta.get("deletionTimestamp")))
+
+
+def node_info(node: Mapping[str, Any]) -> NodeInfo:
+    return NodeInfo.from_api(node)
+
+
+def node_significance(node: NodeInfo) -> Hashable:
+    """What a node update must change to matter (L7): heartbeats alone never wake a job."""
+    return (
+        tuple(sorted(node.labels.items())),
+        node.taints,
+        node.unschedulable,
+        tuple(sorted(node.allocatable.items())),
+    )
+
+
+def record_view(record: Mapping[str, Any], status: Mapping[str, Any]) -> JobRecord:
+    meta = record.get("metadata") or {}
+    return JobRecord(
+        name=str(meta.get("name", "")),
+        namespace=str(meta.get("namespace", "")),
+        uid=str(meta.get("uid", "")),
+        owner_reference={
+            "apiVersion": "v1", "kind": "ConfigMap", "name": str(meta.get("name", "")),
+            "uid": str(meta.get("uid", "")), "controller": True, "blockOwnerDeletion": True,
+        },
+        status=status,
+        annotations=dict(meta.get("annotations") or {}),
+        deleting=bool(meta.get("deletionTimestamp")),
+    )

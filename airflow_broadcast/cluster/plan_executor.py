@@ -1,0 +1,180 @@
+"""Execute a Plan: deletes first, then slow-start creates, then the record write, then events.
+
+Idempotent by construction: 404 on delete and AlreadyExists on create (for a pod
+we own) count as done, so two triggers applying the same plan cannot duplicate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_broadcast.cluster.api_errors import AlreadyExists, ClusterApiError, Conflict, NotFound, TransportError
+from airflow_broadcast.cluster.informers import Informer
+from airflow_broadcast.cluster.job_events import EventRecorder
+from airflow_broadcast.cluster.job_records import delete_record, write_record
+from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
+from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan
+
+log = logging.getLogger(__name__)
+DELETE_CONCURRENCY = 32
+
+
+@dataclass(frozen=True)
+class ChildEventStyle:
+    """Upstream event reasons and message formats for child creates and deletes."""
+
+    create_ok: str = "SuccessfulCreate"
+    create_ok_message: str = "Created pod: {name}"
+    create_failed: str = "FailedCreate"
+    create_failed_message: str = "Error creating: {error}"
+    delete_ok: str = "SuccessfulDelete"
+    delete_ok_message: str = "Delete pod: {name}"
+    service_create_ok: str = "SuccessfulCreateService"
+    service_delete_ok: str = "SuccessfulDeleteService"
+    per_child_events: bool = True
+
+
+@dataclass
+class ApplyResult:
+    created: int = 0
+    create_errors: list[str] = field(default_factory=list)
+    deleted: int = 0
+    conflict: bool = False
+    record: JsonDict | None = None
+    record_deleted: bool = False
+
+
+def _path(kind: str, namespace: str, name: str = "") -> str:
+    plural = {"Pod": "pods", "Service": "services"}[kind]
+    base = f"/api/v1/namespaces/{namespace}/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+class PlanExecutor:
+    """Applies plans for one job record; keeps the shared caches ahead of the watch (X1/X2)."""
+
+    def __init__(self, client: KubeClient, namespace: str, record_uid: str, *,
+                 pods: Informer[Any] | None = None, services: Informer[Any] | None = None,
+                 style: ChildEventStyle | None = None, compat_count_failed_creates: bool = False) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.record_uid = record_uid
+        self.pods = pods
+        self.services = services
+        self.style = style or ChildEventStyle()
+        self.compat_count_failed_creates = compat_count_failed_creates
+
+    async def apply(self, plan: Plan, record: Mapping[str, Any], events: EventRecorder) -> ApplyResult:
+        result = ApplyResult()
+        child_events: list[JobEvent] = []
+        if plan.deletes:
+            await self._delete_all(plan.deletes, result, child_events)
+        if plan.create_services:
+            await self._create_services(plan.create_services, child_events)
+        if plan.create_pods:
+            await self._create_pods(plan.create_pods, plan.create_limit, result, child_events)
+        if plan.delete_job:
+            meta = record.get("metadata") or {}
+            result.record_deleted = await delete_record(self.client, self.namespace, meta["name"], meta.get("uid", ""))
+        elif plan.status is not None or plan.record_annotations:
+            status = dict(plan.status) if plan.status is not None else None
+            if status is not None and plan.count_created_as_active:
+                attempted = len(plan.create_pods) if plan.create_limit is None else min(
+                    plan.create_limit, len(plan.create_pods))
+                bonus = attempted if self.compat_count_failed_creates else result.created
+                status["active"] = int(status.get("active", 0)) + bonus
+            try:
+                result.record = await write_record(self.client, record, status, plan.record_annotations)
+            except Conflict:
+                result.conflict = True
+        await events.record([*child_events, *plan.events] if self.style.per_child_events else list(plan.events))
+        return result
+
+    async def _delete_all(self, deletes: Sequence[DeleteChild], result: ApplyResult,
+                          events: list[JobEvent]) -> None:
+        gate = asyncio.Semaphore(DELETE_CONCURRENCY)
+
+        async def one(child: DeleteChild) -> None:
+            async with gate:
+                try:
+                    await self.client.delete(_path(child.kind, self.namespace, child.name),
+                                             propagation=None, preconditions_uid=child.uid or None)
+                except (NotFound, Conflict):
+                    return  # gone already, or a newer object now has the name
+                result.deleted += 1
+                if child.kind == "Pod":
+                    events.append(JobEvent("Normal", self.style.delete_ok,
+                                           self.style.delete_ok_message.format(name=child.name)))
+                else:
+                    events.append(JobEvent("Normal", self.style.service_delete_ok,
+                                           f"Deleted service: {child.name}"))
+
+        await asyncio.gather(*(one(d) for d in deletes))
+
+    async def _create_one(self, kind: str, manifest: Mapping[str, Any]) -> tuple[bool, str]:
+        """(created or already ours, error text)."""
+        name = manifest["metadata"]["name"]
+        try:
+            created = await self.client.create(_path(kind, self.namespace), manifest)
+        except AlreadyExists:
+            try:
+                existing = await self.client.get(_path(kind, self.namespace, name))
+            except NotFound:
+                return False, f"{kind.lower()} {name} was being deleted; will retry"
+            owners = (existing.get("metadata") or {}).get("ownerReferences") or []
+            if any(o.get("uid") == self.record_uid for o in owners):
+                self._remember(kind, existing)
+                return True, ""
+            return False, f'{kind.lower()}s "{name}" already exists and is not owned by this job'
+        self._remember(kind, created)
+        return True, ""
+
+    def _remember(self, kind: str, obj: JsonDict) -> None:
+        informer = self.pods if kind == "Pod" else self.services
+        if informer is not None:
+            informer.upsert(obj, notify=False)
+
+    async def _create_services(self, manifests: Sequence[Mapping[str, Any]], events: list[JobEvent]) -> None:
+        results = await asyncio.gather(*(self._create_one("Service", m) for m in manifests),
+                                       return_exceptions=True)
+        for manifest, outcome in zip(manifests, results, strict=True):
+            name = manifest["metadata"]["name"]
+            if isinstance(outcome, BaseException):
+                events.append(JobEvent("Warning", "FailedCreateService", f"Error creating: {outcome}"))
+            elif outcome[0]:
+                events.append(JobEvent("Normal", self.style.service_create_ok, f"Created service: {name}"))
+
+    async def _create_pods(self, manifests: Sequence[Mapping[str, Any]], limit: int | None,
+                           result: ApplyResult, events: list[JobEvent]) -> None:
+        """Slow start (R6/R7): batches of 1, 2, 4, ...; a batch with an error stops the pass."""
+        todo = list(manifests[:limit] if limit is not None else manifests)
+        batch = 1
+        while todo:
+            current, todo = todo[:batch], todo[batch:]
+            outcomes = await asyncio.gather(*(self._create_one("Pod", m) for m in current),
+                                            return_exceptions=True)
+            failed = False
+            for manifest, outcome in zip(current, outcomes, strict=True):
+                name = manifest["metadata"]["name"]
+                if isinstance(outcome, TransportError) and "Timeout" in str(outcome):
+                    continue  # R8: a timed-out create is neither counted nor an error
+                if isinstance(outcome, BaseException):
+                    message = outcome.describe() if isinstance(outcome, ClusterApiError) else str(outcome)
+                    result.create_errors.append(message)
+                    events.append(JobEvent("Warning", self.style.create_failed,
+                                           self.style.create_failed_message.format(error=message)))
+                    failed = True
+                elif outcome[0]:
+                    result.created += 1
+                    events.append(JobEvent("Normal", self.style.create_ok,
+                                           self.style.create_ok_message.format(name=name)))
+                else:
+                    result.create_errors.append(outcome[1])
+                    failed = True
+            if failed:
+                return
+            batch = min(batch * 2, len(todo)) if todo else batch

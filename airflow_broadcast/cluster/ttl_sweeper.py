@@ -1,0 +1,63 @@
+"""TTL after finished: delete expired job records (children follow by GC).
+
+A record gets `expires-at` when its job finishes. It is deleted once that time
+has passed and an Airflow task has read the result, or, if no task ever reads
+it, once a grace period after expiry has passed too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+
+from airflow_broadcast.cluster.api_errors import ClusterApiError
+from airflow_broadcast.cluster.job_records import (
+    EXPIRES_AT,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    RESULT_READ,
+    delete_record,
+    records_path,
+)
+from airflow_broadcast.cluster.kube_client import KubeClient
+from airflow_broadcast.reconcilers.timestamps import from_rfc3339
+
+log = logging.getLogger(__name__)
+UNREAD_GRACE_SECONDS = 600.0
+SWEEP_EVERY_SECONDS = 60.0
+_last_sweep: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, float]] = weakref.WeakKeyDictionary()
+
+
+async def sweep_expired_records(client: KubeClient, namespace: str, now: float | None = None) -> list[str]:
+    """Delete every expired record in `namespace`; returns the deleted record names."""
+    now = time.time() if now is None else now
+    deleted: list[str] = []
+    async for page in client.list_pages(records_path(namespace), labelSelector=f"{MANAGED_BY_LABEL}={MANAGED_BY}"):
+        for item in page.get("items") or []:
+            meta = item.get("metadata") or {}
+            annotations = meta.get("annotations") or {}
+            expires = from_rfc3339(annotations.get(EXPIRES_AT))
+            if expires is None or now < expires:
+                continue
+            if annotations.get(RESULT_READ) != "true" and now < expires + UNREAD_GRACE_SECONDS:
+                continue
+            if await delete_record(client, namespace, meta["name"], meta.get("uid", "")):
+                deleted.append(meta["name"])
+    if deleted:
+        log.info("TTL cleanup deleted %d expired job record(s) in %s: %s", len(deleted), namespace,
+                 ", ".join(deleted))
+    return deleted
+
+
+async def sweep_in_background(client: KubeClient, namespace: str) -> None:
+    """At most one sweep per namespace a minute per process; errors are logged, never raised."""
+    seen = _last_sweep.setdefault(asyncio.get_running_loop(), {})
+    if time.monotonic() - seen.get(namespace, -1e9) < SWEEP_EVERY_SECONDS:
+        return
+    seen[namespace] = time.monotonic()
+    try:
+        await sweep_expired_records(client, namespace)
+    except ClusterApiError as exc:
+        log.warning("TTL cleanup in %s skipped: %s", namespace, exc.describe())

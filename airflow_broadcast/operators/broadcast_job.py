@@ -1,0 +1,42 @@
+"""BroadcastJobOperator: run an OpenKruise BroadcastJob manifest, with Airflow as the controller."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_broadcast.operators.job_operator import KubernetesJobOperator, ParsedJob
+from airflow_broadcast.specs.broadcast_job_spec import parse_broadcast_job, to_manifest
+
+
+class BroadcastJobOperator(KubernetesJobOperator):
+    """One pod on every eligible node, as OpenKruise's BroadcastJob controller would run it.
+
+    Returns (XCom) name, namespace, uid, phase, desired/active/succeeded/failed, start and
+    completion times, conditions, `nodes` (node → pod, phase, exitCode, reason, message,
+    restarts) and `ineligibleNodes` (node → why it got no pod). A failed job fails the task.
+
+    :param assign_pods_by_scheduler: pin pods with a node-affinity term (default, like Kruise's
+        --assign-bcj-pods-by-scheduler) or, when False, with spec.nodeName.
+    :param kruise_compat: reproduce the upstream defects that are fixed by default.
+    """
+
+    kind = "BroadcastJob"
+
+    def __init__(self, *, assign_pods_by_scheduler: bool = True, kruise_compat: bool = False,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.assign_pods_by_scheduler = assign_pods_by_scheduler
+        self.kruise_compat = kruise_compat
+
+    def parse(self, manifest: Mapping[str, Any] | str, namespace: str | None, default_namespace: str) -> ParsedJob:
+        spec = parse_broadcast_job(manifest, namespace=namespace, default_namespace=default_namespace)
+        return ParsedJob(spec.name, spec.namespace, to_manifest(spec),
+                         spec.completion_policy.active_deadline_seconds)
+
+    def driver_options(self) -> dict[str, Any]:
+        return {"assign_by_scheduler": self.assign_pods_by_scheduler, "kruise_compat": self.kruise_compat}
+
+    def is_finished(self, status: Mapping[str, Any]) -> bool:
+        return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+                   for c in status.get("conditions") or [])

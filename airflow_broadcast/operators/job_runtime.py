@@ -1,0 +1,142 @@
+"""What the operator and the sensor share: submit, run the loop in-process, and turn an outcome into a result.
+
+Everything here runs on an Airflow worker, inside `asyncio.run`, with the same
+engine the trigger uses, so deferrable and non-deferrable modes behave alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_broadcast.cluster.api_errors import ClusterApiError
+from airflow_broadcast.cluster.drivers import driver_for
+from airflow_broadcast.cluster.job_control import stop_active_children
+from airflow_broadcast.cluster.job_records import (
+    EXPIRES_AT,
+    RESULT_READ,
+    delete_record,
+    get_record,
+    read_manifest,
+    read_status,
+    write_record,
+)
+from airflow_broadcast.cluster.pod_logs import log_tails
+from airflow_broadcast.cluster.reconcile_loop import run_reconcile_loop
+from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
+from airflow_broadcast.reconcilers.timestamps import from_rfc3339, to_rfc3339
+from airflow_broadcast.triggers.progress import ProgressLog
+
+DEFER_MARGIN_SECONDS = 60.0
+
+
+class JobFailedError(RuntimeError):
+    """The job ended Failed; the message names the cause and the failed children."""
+
+
+class JobTimeoutError(RuntimeError):
+    """The task's execution deadline passed while the job was still running."""
+
+
+@dataclass(frozen=True)
+class JobTarget:
+    """Which record a task drives, and how to reach the cluster."""
+
+    kind: str
+    namespace: str
+    record_name: str
+    uid: str
+    kubernetes_conn_id: str
+    cluster_context: str | None
+    options: Mapping[str, Any]
+
+    def hook(self) -> BroadcastKubernetesHook:
+        return BroadcastKubernetesHook(self.kubernetes_conn_id, cluster_context=self.cluster_context)
+
+
+def execution_deadline(context: Mapping[str, Any], execution_timeout: Any) -> float | None:
+    """ti.start_date + execution_timeout as an absolute epoch (Airflow 3 does not enforce it while deferred)."""
+    if execution_timeout is None:
+        return None
+    start = getattr(context.get("ti"), "start_date", None)
+    started = start.timestamp() if start is not None else time.time()
+    return float(started + execution_timeout.total_seconds())
+
+
+def defer_timeout(deadlines: list[float | None], resync: float) -> float | None:
+    """Seconds for defer(timeout=...): the earliest deadline plus a margin, a backstop only."""
+    present = [d for d in deadlines if d is not None]
+    if not present:
+        return None
+    return max(1.0, min(present) - time.time()) + max(DEFER_MARGIN_SECONDS, 2 * resync)
+
+
+def run_inline(target: JobTarget, deadline: float | None, resync: float, log: Any,
+               single_pass: bool = False) -> tuple[str, str]:
+    """Drive the job from the worker (deferrable=False or poke mode); returns (outcome, message)."""
+
+    async def drive() -> tuple[str, str]:
+        client = await target.hook().kube_client()
+        driver = driver_for(target.kind, dict(target.options))
+        outcome = await run_reconcile_loop(client, driver, target.namespace, target.record_name, target.uid,
+                                           deadline=deadline, resync=resync,
+                                           progress=ProgressLog(log, driver).update, single_pass=single_pass)
+        return outcome.reason, outcome.message
+
+    return asyncio.run(drive())
+
+
+def conclude(target: JobTarget, outcome: str, message: str, log: Any, *,
+             log_tail_lines: int = 50, max_logged_failures: int = 5, on_timeout_stop: bool = True) -> dict[str, Any]:
+    """Read the final state (and failed logs), apply TTL, and return the summary or raise why not."""
+
+    async def collect() -> dict[str, Any]:
+        client = await target.hook().kube_client()
+        driver = driver_for(target.kind, dict(target.options))
+        raw = await get_record(client, target.namespace, target.record_name)
+        if raw is None or (raw.get("metadata") or {}).get("uid") != target.uid:
+            raise JobFailedError(f"{target.kind} record {target.namespace}/{target.record_name} disappeared "
+                                 f"before its result was read ({message or outcome})")
+        status = read_status(raw)
+        summary: dict[str, Any] = driver.summary(raw, status)
+        if outcome == "timeout":
+            if on_timeout_stop:
+                stopped = await stop_active_children(client, target.namespace, target.record_name, target.uid)
+                log.warning("Execution deadline passed: deleted %d active pod(s)", stopped)
+            raise JobTimeoutError(f"{target.kind} {target.namespace}/{summary['name']}: {message}")
+        if outcome in ("invalid", "error", "gone"):
+            raise JobFailedError(f"{target.kind} {target.namespace}/{summary['name']}: {message}")
+        failure = driver.failure(summary)
+        if failure:
+            pods = driver.failed_children(summary)[:max_logged_failures]
+            for pod, text in (await log_tails(client, target.namespace, pods, lines=log_tail_lines)).items():
+                log.error("---- last %d log lines of failed pod %s ----\n%s", log_tail_lines, pod, text)
+        await _apply_ttl(client, raw, read_manifest(raw), status, log)
+        if failure:
+            raise JobFailedError(failure)
+        return summary
+
+    try:
+        return asyncio.run(collect())
+    except ClusterApiError as exc:
+        raise JobFailedError(exc.describe()) from exc
+
+
+async def _apply_ttl(client: Any, raw: Mapping[str, Any], manifest: Mapping[str, Any], status: Mapping[str, Any],
+                     log: Any) -> None:
+    """TTL 0 deletes now; a positive TTL marks the result read and leaves the expiry to the sweeper."""
+    spec = manifest.get("spec") or {}
+    ttl = (spec.get("completionPolicy") or spec.get("runPolicy") or {}).get("ttlSecondsAfterFinished")
+    completed = from_rfc3339(status.get("completionTime"))
+    meta = raw.get("metadata") or {}
+    if ttl is None or completed is None:
+        return
+    if int(ttl) <= 0 or completed + int(ttl) <= time.time():
+        await delete_record(client, meta["namespace"], meta["name"], meta.get("uid", ""))
+        log.info("ttlSecondsAfterFinished=%s: deleted job record %s and its pods", ttl, meta["name"])
+        return
+    annotations = {RESULT_READ: "true", EXPIRES_AT: to_rfc3339(completed + int(ttl))}
+    await write_record(client, raw, None, annotations)

@@ -1,0 +1,136 @@
+"""BroadcastJob children: which observed pods are ours, how they count, and what a new pod looks like."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_broadcast.reconcilers.observed import JobRecord, PodInfo
+from airflow_broadcast.reconcilers.plan import JobEvent
+
+JOB_NAME_LABEL = "broadcastjob-name"
+JOB_UID_LABEL = "broadcastjob-controller-uid"
+RECORD_UID_LABEL = "airflow-broadcast.io/job-uid"
+NODE_ANNOTATION = "airflow-broadcast.io/node"
+ATTEMPT_ANNOTATION = "airflow-broadcast.io/attempt"
+NODE_HASH_LENGTH = 10
+
+
+def pod_name_for(job_name: str, node_name: str) -> str:
+    """Deterministic pod name `<job>-<10 hex of sha256(node)>`, so a repeated create is a 409 (P11)."""
+    digest = hashlib.sha256(node_name.encode()).hexdigest()[:NODE_HASH_LENGTH]
+    return f"{job_name}-{digest}"
+
+
+def is_owned(pod: PodInfo, job_name: str, record_uid: str) -> bool:
+    """Both reserved labels with our values and a controller ownerRef to the record (P7)."""
+    return (
+        pod.labels.get(JOB_NAME_LABEL) == job_name
+        and pod.labels.get(JOB_UID_LABEL) == record_uid
+        and pod.owner_uid == record_uid
+    )
+
+
+def restart_failed(pod: PodInfo, restart_limit: int) -> bool:
+    """OnFailure pods whose summed container restarts exceed the limit count as failed (F1-F3)."""
+    return pod.restart_policy == "OnFailure" and pod.restarts > restart_limit
+
+
+@dataclass
+class PodBuckets:
+    """Owned pods sorted the way upstream `filterPods` does (§3.3)."""
+
+    active: list[PodInfo] = field(default_factory=list)
+    failed: list[PodInfo] = field(default_factory=list)
+    succeeded: list[PodInfo] = field(default_factory=list)
+    restart_failed: list[PodInfo] = field(default_factory=list)
+
+
+def classify(pods: Iterable[PodInfo], restart_limit: int) -> PodBuckets:
+    buckets = PodBuckets()
+    for pod in pods:
+        if pod.phase == "Succeeded":
+            buckets.succeeded.append(pod)
+        elif pod.phase == "Failed":
+            buckets.failed.append(pod)
+        elif not pod.deleting:
+            if restart_failed(pod, restart_limit):
+                buckets.failed.append(pod)
+                buckets.restart_failed.append(pod)
+            else:
+                buckets.active.append(pod)
+    return buckets
+
+
+def map_pods_to_nodes(pods: Sequence[PodInfo]) -> tuple[dict[str, PodInfo], list[JobEvent]]:
+    """node → pod (last one wins, as upstream) and a Warning for every duplicate (P9)."""
+    by_node: dict[str, PodInfo] = {}
+    events: list[JobEvent] = []
+    for pod in pods:
+        if not pod.node:
+            continue
+        if pod.node in by_node:
+            events.append(JobEvent("Warning", "DuplicatePodCreatedOnSameNode",
+                                   f"Duplicated pod {pod.name} found on same node {pod.node}"))
+        by_node[pod.node] = pod
+    return by_node, events
+
+
+def pin_to_node(spec: dict[str, Any], node_name: str, by_scheduler: bool) -> None:
+    """Scheduler mode replaces the required node affinity with one name pin (P4); else nodeName (P5)."""
+    if not by_scheduler:
+        spec["nodeName"] = node_name
+        return
+    affinity = spec.setdefault("affinity", {}) or {}
+    spec["affinity"] = affinity
+    node_affinity = affinity.setdefault("nodeAffinity", {}) or {}
+    affinity["nodeAffinity"] = node_affinity
+    node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+        "nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}
+        ]
+    }
+
+
+def build_pod(job_name: str, namespace: str, template: Mapping[str, Any], record: JobRecord,
+              node_name: str, by_scheduler: bool, attempt: int = 1) -> dict[str, Any]:
+    """The pod for one node: template labels/annotations/finalizers + reserved labels, owner ref, pin."""
+    meta = template.get("metadata") or {}
+    labels = dict(meta.get("labels") or {})
+    labels.update({JOB_NAME_LABEL: job_name, JOB_UID_LABEL: record.uid, RECORD_UID_LABEL: record.uid})
+    annotations = dict(meta.get("annotations") or {})
+    annotations.update({NODE_ANNOTATION: node_name, ATTEMPT_ANNOTATION: str(attempt)})
+    metadata: dict[str, Any] = {
+        "name": pod_name_for(job_name, node_name),
+        "generateName": f"{job_name}-",
+        "namespace": namespace,
+        "labels": labels,
+        "annotations": annotations,
+        "ownerReferences": [dict(record.owner_reference)],
+    }
+    if meta.get("finalizers"):
+        metadata["finalizers"] = list(meta["finalizers"])
+    spec = copy.deepcopy(dict(template.get("spec") or {}))
+    pin_to_node(spec, node_name, by_scheduler)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def node_result(pod: PodInfo) -> dict[str, Any]:
+    """The per-node line of the status and the XCom (S11)."""
+    exit_ = pod.exit_of()
+    result: dict[str, Any] = {"pod": pod.name, "phase": "Terminating" if pod.deleting and not pod.terminal
+                              else pod.phase or "Pending",
+                              "restarts": pod.restarts}
+    if exit_ is not None and pod.terminal:
+        result["exitCode"] = exit_.exit_code
+        result["reason"] = exit_.reason
+        if exit_.message:
+            result["message"] = exit_.message[:500]
+    elif pod.waiting_reason:
+        result["reason"] = pod.waiting_reason
+    if pod.pending_message and pod.phase == "Pending":
+        result["message"] = pod.pending_message[:500]
+    return result
