@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from airflow import __version__ as _airflow_version
 from packaging.version import Version
 
-from airflow import __version__ as _airflow_version
-
 _BASE = Version(Version(_airflow_version).base_version)
-AIRFLOW_V_3_3_PLUS = _BASE >= Version("3.3.0")
+AIRFLOW_V_3_3_PLUS = Version("3.3.0") <= _BASE
 MIN_AIRFLOW_VERSION = Version("3.1.0")
 
 if _BASE < MIN_AIRFLOW_VERSION:  # pragma: no cover - refused at install time too

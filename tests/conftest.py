@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client, config
+from support.waits import wait_nodes_schedulable
 
 from devcluster.airflow_env import AirflowEnv
 from devcluster.control_plane import ClusterInfo, ClusterStartError, ControlPlane
 from devcluster.fake_nodes import FakeNode, create_nodes, delete_nodes
-from support.waits import wait_nodes_schedulable
 
 REPO = Path(__file__).resolve().parent.parent
 
