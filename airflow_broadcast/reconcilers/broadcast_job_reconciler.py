@@ -13,11 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_broadcast.reconcilers.broadcast_pods import (
+    UNSCHEDULABLE_REASON,
+    PodBuckets,
+    attempt_of,
     build_pod,
     classify,
     is_owned,
     map_pods_to_nodes,
     node_result,
+    unschedulable_detail,
 )
 from airflow_broadcast.reconcilers.node_eligibility import check_node_fitness, compile_fitness
 from airflow_broadcast.reconcilers.observed import JobRecord, NodeInfo, PodInfo
@@ -71,7 +75,8 @@ class _Pass:
     def __init__(self, spec: BroadcastJobSpec, record: JobRecord, nodes: Sequence[NodeInfo],
                  pods: Sequence[PodInfo], now: float, options: BroadcastOptions) -> None:
         self.spec, self.record, self.nodes, self.now, self.options = spec, record, nodes, now, options
-        self.pods = [p for p in pods if is_owned(p, spec.name, record.uid)]
+        owner_kind = str(record.owner_reference.get("kind") or "") or None
+        self.pods = [p for p in pods if is_owned(p, spec.name, record.uid, owner_kind)]
         self.status: dict[str, Any] = copy.deepcopy(dict(record.status))
         self.events: list[JobEvent] = []
         self.deletes: list[DeleteChild] = []
@@ -79,6 +84,7 @@ class _Pass:
         self.annotations: dict[str, str | None] = {}
         self.requeue: float | None = None
         self.finished = False
+        self.first_pass = False
 
     # ---- helpers ---------------------------------------------------------------------
     def _event(self, type_: str, reason: str, message: str) -> None:
@@ -88,8 +94,13 @@ class _Pass:
         return f": {self.status['succeeded']} pods succeeded, {self.status['failed']} pods failed"
 
     def _deadline_left(self) -> float | None:
+        """Seconds until the active deadline (D1/D2), or None when there is none (D5).
+
+        The first pass measures from `now` itself, as upstream's in-memory startTime does, so
+        its timer is exactly ADS (D9); later passes use the persisted (whole-second) startTime.
+        """
         ads = self.spec.completion_policy.active_deadline_seconds
-        started = from_rfc3339(self.status.get("startTime"))
+        started = self.now if self.first_pass else from_rfc3339(self.status.get("startTime"))
         if ads is None or started is None or self.spec.completion_policy.type == "Never":
             return None
         return started + ads - self.now
@@ -105,24 +116,26 @@ class _Pass:
         self.status["conditions"] = [*self.status["conditions"], _condition(kind, message, self.now)]
         self.status["completionTime"] = stamp
         self.finished = True
+        # finishJob replaces any pending timer: a finished job only waits for its TTL (T2/T3).
         ttl = self.spec.completion_policy.ttl_seconds_after_finished
-        if ttl is not None:
-            self.requeue = earliest(self.requeue, float(ttl + 1))
+        self.requeue = None if ttl is None else float(ttl + 1)
 
     # ---- the pass ----------------------------------------------------------------------
     def run(self) -> Plan:
         if self.spec.completion_policy.type != "Never" and job_finished(self.record.status):
             return _ttl_plan(self.spec, self.record.status, self.now)
-        first_pass = not self.status.get("startTime")
-        if first_pass:
+        self.first_pass = not self.status.get("startTime")
+        if self.first_pass:
             self.status["startTime"] = to_rfc3339(self.now)
         if not self.status.get("phase"):
             self.status["phase"] = "paused" if self.spec.paused else "running"
         deadline_left = self._deadline_left()
         # D8/D9: upstream arms one in-memory timer on the first pass, for literal "Always" only;
-        # the fixed mode re-arms it from the persisted startTime on every pass.
-        if deadline_left is not None and (
-            not self.options.kruise_compat or (first_pass and self.spec.completion_policy.type == "Always")
+        # the fixed mode re-arms it from the persisted startTime on every pass. A deadline that
+        # has passed needs no timer: this pass enforces it, or the job is paused (D6) and only
+        # an unpause, itself an event, can let it fire.
+        if deadline_left is not None and deadline_left > 0 and (
+            not self.options.kruise_compat or (self.first_pass and self.spec.completion_policy.type == "Always")
         ):
             self.requeue = earliest(self.requeue, deadline_left)
 
@@ -168,12 +181,23 @@ class _Pass:
         for node, pod in desired.items():
             if pod is not None:
                 results[node] = node_result(pod)
+                self._surface_unschedulable(node, pod, previous.get(node) or {})
             elif node in previous and previous[node].get("phase") in ("Succeeded", "Failed"):
                 results[node] = previous[node]
         self.status["nodes"] = results
         self.status["ineligibleNodes"] = dict(ineligible)
 
-    def _decide(self, buckets: Any, desired: Mapping[str, PodInfo | None], rest: list[str],
+    def _surface_unschedulable(self, node: str, pod: PodInfo, before: Mapping[str, Any]) -> None:
+        """L11 fixed: a Warning when a node's pod turns unschedulable (once, not on every pass)."""
+        detail = unschedulable_detail(pod)
+        if detail is None or self.options.kruise_compat:
+            return
+        if (before.get("pod"), before.get("reason"), before.get("attempt", 1)) == (
+                pod.name, UNSCHEDULABLE_REASON, attempt_of(pod)):
+            return
+        self._event("Warning", "PodUnschedulable", f"Pod {pod.name} for node {node} cannot be scheduled: {detail}")
+
+    def _decide(self, buckets: PodBuckets, desired: Mapping[str, PodInfo | None], rest: list[str],
                 misfits: list[PodInfo]) -> Plan:
         phase = self.status["phase"]
         if phase == "failed":  # RC13
@@ -247,9 +271,12 @@ class _Pass:
             self._event("Warning", "TooManyActivePods", "Number of active pods exceed parallelism limit")
             return None
         diff = min(parallelism - active, len(rest))
+        previous = self.record.status.get("nodes") or {}
         for node in rest[:diff]:
+            # P12: a node that had a pod before (deleted by hand or by GC) is re-run as the next attempt.
+            attempt = int((previous.get(node) or {}).get("attempt", 1)) + 1 if node in previous else 1
             self.creates.append(build_pod(self.spec.name, self.record.namespace, self.spec.template,
-                                          self.record, node, self.options.assign_by_scheduler))
+                                          self.record, node, self.options.assign_by_scheduler, attempt))
         return diff
 
     def _complete(self, desired: Mapping[str, PodInfo | None]) -> bool:

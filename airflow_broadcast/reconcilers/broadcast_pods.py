@@ -17,6 +17,7 @@ RECORD_UID_LABEL = "airflow-broadcast.io/job-uid"
 NODE_ANNOTATION = "airflow-broadcast.io/node"
 ATTEMPT_ANNOTATION = "airflow-broadcast.io/attempt"
 NODE_HASH_LENGTH = 10
+UNSCHEDULABLE_REASON = "Unschedulable"
 
 
 def pod_name_for(job_name: str, node_name: str) -> str:
@@ -25,13 +26,34 @@ def pod_name_for(job_name: str, node_name: str) -> str:
     return f"{job_name}-{digest}"
 
 
-def is_owned(pod: PodInfo, job_name: str, record_uid: str) -> bool:
-    """Both reserved labels with our values and a controller ownerRef to the record (P7)."""
+def is_owned(pod: PodInfo, job_name: str, record_uid: str, owner_kind: str | None = None) -> bool:
+    """Both reserved labels with our values and a controller ownerRef to the record (P7).
+
+    Like upstream's controllerRef check, the ref must name the owner's kind as well as its
+    uid when `owner_kind` is given.
+    """
     return (
         pod.labels.get(JOB_NAME_LABEL) == job_name
         and pod.labels.get(JOB_UID_LABEL) == record_uid
         and pod.owner_uid == record_uid
+        and (owner_kind is None or pod.owner_kind == owner_kind)
     )
+
+
+def attempt_of(pod: PodInfo) -> int:
+    """The attempt number the pod was created with (P12); 1 for pods without the annotation."""
+    try:
+        return max(1, int(pod.annotations.get(ATTEMPT_ANNOTATION, "1")))
+    except ValueError:
+        return 1
+
+
+def unschedulable_detail(pod: PodInfo) -> str | None:
+    """The scheduler's message for a Pending pod it could not place (L11), else None."""
+    prefix = UNSCHEDULABLE_REASON + ":"
+    if pod.phase != "Pending" or pod.deleting or not pod.pending_message.startswith(prefix):
+        return None
+    return pod.pending_message[len(prefix):].strip()
 
 
 def restart_failed(pod: PodInfo, restart_limit: int) -> bool:
@@ -123,7 +145,7 @@ def node_result(pod: PodInfo) -> dict[str, Any]:
     exit_ = pod.exit_of()
     result: dict[str, Any] = {"pod": pod.name, "phase": "Terminating" if pod.deleting and not pod.terminal
                               else pod.phase or "Pending",
-                              "restarts": pod.restarts}
+                              "restarts": pod.restarts, "attempt": attempt_of(pod)}
     if exit_ is not None and pod.terminal:
         result["exitCode"] = exit_.exit_code
         result["reason"] = exit_.reason
@@ -131,6 +153,8 @@ def node_result(pod: PodInfo) -> dict[str, Any]:
             result["message"] = exit_.message[:500]
     elif pod.waiting_reason:
         result["reason"] = pod.waiting_reason
+    elif unschedulable_detail(pod) is not None:
+        result["reason"] = UNSCHEDULABLE_REASON
     if pod.pending_message and pod.phase == "Pending":
         result["message"] = pod.pending_message[:500]
     return result

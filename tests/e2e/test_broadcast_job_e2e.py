@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
-
 from bcj_support import SIM, bcj_manifest, job_pods, record
-from devcluster.airflow_env import AirflowEnv, DagRunResult
+from kubernetes import client
 from support.waits import wait_until
+
+from devcluster.airflow_env import AirflowEnv, DagRunResult
 
 pytestmark = [pytest.mark.airflow, pytest.mark.cluster]
 
