@@ -40,6 +40,7 @@ def get_provider_info() -> dict[str, Any]:
                 "integration-name": "Kubernetes Broadcast Jobs",
                 "python-modules": [
                     "airflow_broadcast.operators.broadcast_job",
+                    "airflow_broadcast.operators.tf_job",
                     "airflow_broadcast.operators.job_cleanup",
                 ],
             }
@@ -47,7 +48,7 @@ def get_provider_info() -> dict[str, Any]:
         "sensors": [
             {
                 "integration-name": "Kubernetes Broadcast Jobs",
-                "python-modules": ["airflow_broadcast.sensors.broadcast_job"],
+                "python-modules": ["airflow_broadcast.sensors.broadcast_job", "airflow_broadcast.sensors.tf_job"],
             }
         ],
     }

@@ -94,6 +94,10 @@ class BroadcastJobDriver:
     def failed_children(self, summary: Mapping[str, Any]) -> list[str]:
         return [r["pod"] for _, r in sorted(summary["nodes"].items()) if r.get("phase") == "Failed" and r.get("pod")]
 
+    def log_container(self, manifest: Mapping[str, Any]) -> str | None:
+        containers = (((manifest.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+        return str(containers[0].get("name")) if containers else None
+
     def progress_line(self, summary: Mapping[str, Any]) -> str:
         done = summary["succeeded"] + summary["failed"]
         return (f"BroadcastJob {summary['namespace']}/{summary['name']}: {done}/{summary['desired']} done "

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_broadcast.cluster.broadcast_job_driver import BroadcastJobDriver
+from airflow_broadcast.cluster.tf_job_driver import TFJobDriver
 from airflow_broadcast.reconcilers.broadcast_job_reconciler import BroadcastOptions
+from airflow_broadcast.reconcilers.tf_job_reconciler import TFJobOptions
 
-KINDS = ("BroadcastJob",)
+KINDS = ("BroadcastJob", "TFJob")
 
 
 def driver_for(kind: str, options: dict[str, Any] | None = None) -> Any:
@@ -18,4 +20,7 @@ def driver_for(kind: str, options: dict[str, Any] | None = None) -> Any:
             assign_by_scheduler=bool(opts.get("assign_by_scheduler", True)),
             kruise_compat=bool(opts.get("kruise_compat", False)),
         ))
+    if kind == "TFJob":
+        known = {f for f in TFJobOptions.__dataclass_fields__ if f in opts}
+        return TFJobDriver(TFJobOptions(**{k: opts[k] for k in known}))
     raise ValueError(f"unknown job kind {kind!r}; known kinds: {', '.join(KINDS)}")

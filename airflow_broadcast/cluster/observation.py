@@ -47,6 +47,9 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
             pending = f"{cond.get('reason', '')}: {cond.get('message', '')}".strip(": ")
     if not pending and status.get("reason"):
         pending = f"{status.get('reason')}: {status.get('message', '')}".strip(": ")
+    if status.get("phase") == "Failed" and status.get("reason") and not exits:
+        waiting = str(status["reason"])  # e.g. Evicted: no container ever terminated
+        pending = str(status.get("message", "") or "")
     owner_uid, owner_kind = _controller(meta)
     return PodInfo(
         name=str(meta.get("name", "")),

@@ -91,7 +91,9 @@ class PlanExecutor:
                 result.record = await write_record(self.client, record, status, plan.record_annotations)
             except Conflict:
                 result.conflict = True
-        await events.record([*child_events, *plan.events] if self.style.per_child_events else list(plan.events))
+        if not self.style.per_child_events:  # the kind's plan already carries its success events
+            child_events = [e for e in child_events if e.type == "Warning"]
+        await events.record([*child_events, *plan.events])
         return result
 
     async def _delete_all(self, deletes: Sequence[DeleteChild], result: ApplyResult,
@@ -145,6 +147,8 @@ class PlanExecutor:
             name = manifest["metadata"]["name"]
             if isinstance(outcome, BaseException):
                 events.append(JobEvent("Warning", "FailedCreateService", f"Error creating: {outcome}"))
+            elif not outcome[0]:
+                events.append(JobEvent("Warning", "FailedCreateService", f"Error creating: {outcome[1]}"))
             elif outcome[0]:
                 events.append(JobEvent("Normal", self.style.service_create_ok, f"Created service: {name}"))
 

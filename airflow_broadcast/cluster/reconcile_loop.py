@@ -14,21 +14,25 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.informers import Informer, shared_informer
 from airflow_broadcast.cluster.job_events import EventRecorder
 from airflow_broadcast.cluster.job_records import (
+    EXPIRES_AT,
     JOB_LABEL,
     MANAGED_BY,
     MANAGED_BY_LABEL,
     read_manifest,
     read_status,
     records_path,
+    write_record,
 )
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.cluster.observation import record_view
 from airflow_broadcast.cluster.plan_executor import ChildEventStyle, PlanExecutor
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.reconcilers.plan import Plan, earliest
+from airflow_broadcast.reconcilers.timestamps import from_rfc3339, to_rfc3339
 
 log = logging.getLogger(__name__)
 RESYNC_SECONDS = 30.0
@@ -124,6 +128,7 @@ async def run_reconcile_loop(
             if progress is not None:
                 progress(status, raw)
             if plan.finished:
+                raw = await _stamp_expiry(client, raw, manifest, status)
                 return LoopOutcome("finished", raw, status)
             if driver.settled(manifest, status):
                 return LoopOutcome("settled", raw, status)
@@ -144,6 +149,22 @@ async def run_reconcile_loop(
             informer.unsubscribe(key, wake)
         if job_name:
             records.unsubscribe(job_name, wake)
+
+
+async def _stamp_expiry(client: KubeClient, raw: JsonDict, manifest: Mapping[str, Any],
+                        status: Mapping[str, Any]) -> JsonDict:
+    """Record when ttlSecondsAfterFinished expires, so the sweeper can delete the job even if nobody reads it."""
+    spec = manifest.get("spec") or {}
+    ttl = (spec.get("completionPolicy") or spec.get("runPolicy") or {}).get("ttlSecondsAfterFinished")
+    completed = from_rfc3339(status.get("completionTime"))
+    annotations = (raw.get("metadata") or {}).get("annotations") or {}
+    if ttl is None or completed is None or EXPIRES_AT in annotations:
+        return raw
+    try:
+        return await write_record(client, raw, None, {EXPIRES_AT: to_rfc3339(completed + int(ttl))})
+    except ClusterApiError as exc:  # the operator stamps it again when it reads the result
+        log.info("could not record the TTL expiry yet: %s", exc)
+        return raw
 
 
 async def _reconcile(driver: JobDriver, manifest: Mapping[str, Any], record: JobRecord, watched: WatchSet) -> Plan:

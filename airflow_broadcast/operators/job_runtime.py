@@ -112,7 +112,9 @@ def conclude(target: JobTarget, outcome: str, message: str, log: Any, *,
         failure = driver.failure(summary)
         if failure:
             pods = driver.failed_children(summary)[:max_logged_failures]
-            for pod, text in (await log_tails(client, target.namespace, pods, lines=log_tail_lines)).items():
+            container = driver.log_container(read_manifest(raw))
+            tails = await log_tails(client, target.namespace, pods, container=container, lines=log_tail_lines)
+            for pod, text in tails.items():
                 log.error("---- last %d log lines of failed pod %s ----\n%s", log_tail_lines, pod, text)
         await _apply_ttl(client, raw, read_manifest(raw), status, log)
         if failure:

@@ -50,10 +50,10 @@ def attempt_of(pod: PodInfo) -> int:
 
 def unschedulable_detail(pod: PodInfo) -> str | None:
     """The scheduler's message for a Pending pod it could not place (L11), else None."""
-    prefix = UNSCHEDULABLE_REASON + ":"
-    if pod.phase != "Pending" or pod.deleting or not pod.pending_message.startswith(prefix):
+    message = pod.pending_message  # "<PodScheduled reason>: <message>", as the cluster layer writes it
+    if pod.phase != "Pending" or pod.deleting or message.partition(":")[0] != UNSCHEDULABLE_REASON:
         return None
-    return pod.pending_message[len(prefix):].strip()
+    return message.partition(":")[2].strip()
 
 
 def restart_failed(pod: PodInfo, restart_limit: int) -> bool:

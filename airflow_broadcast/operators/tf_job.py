@@ -1,0 +1,52 @@
+"""TFJobOperator: run a Kubeflow TFJob manifest, with Airflow as the training-operator."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_broadcast.operators.job_operator import KubernetesJobOperator, ParsedJob
+from airflow_broadcast.specs.manifest_text import parse_manifest
+from airflow_broadcast.specs.tf_job_spec import parse_tf_job
+
+
+class TFJobOperator(KubernetesJobOperator):
+    """Distributed TensorFlow: PS/Worker/Chief/Master/Evaluator pods, one headless Service each, TF_CONFIG.
+
+    Returns (XCom) name, namespace, uid, phase (Created, Running, Restarting, Succeeded,
+    Failed or Suspended), conditions, replicaStatuses, startTime, completionTime and
+    `failure` ({replicaType, index, pod, exitCode, reason, message}). A failed job fails the
+    task with that cause and the log tail of the failing replica.
+
+    :param cluster_domain: appended to service hosts in TF_CONFIG (training-operator's CUSTOM_CLUSTER_DOMAIN).
+    :param compat: reproduce training-operator v1.9 defects that are fixed by default
+        (re-create succeeded replicas, ExitCode restarts ignore backoffLimit, Failed after Succeeded).
+    """
+
+    kind = "TFJob"
+
+    def __init__(self, *, cluster_domain: str = "", compat: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.cluster_domain = cluster_domain
+        self.compat = compat
+
+    def parse(self, manifest: Mapping[str, Any] | str, namespace: str | None, default_namespace: str) -> ParsedJob:
+        raw = parse_manifest(manifest, what="TFJob manifest")
+        spec = parse_tf_job(raw, namespace=namespace, default_namespace=default_namespace)
+        stored = copy.deepcopy(raw)  # stored as written: defaults are applied in memory only (A8)
+        stored.setdefault("metadata", {})["namespace"] = spec.namespace
+        stored.pop("status", None)
+        return ParsedJob(spec.name, spec.namespace, stored, spec.run_policy.active_deadline_seconds)
+
+    def driver_options(self) -> dict[str, Any]:
+        return {
+            "cluster_domain": self.cluster_domain,
+            "compat_succeeded_then_failed": self.compat,
+            "compat_recreate_succeeded": self.compat,
+            "compat_exitcode_ignores_backoff": self.compat,
+        }
+
+    def is_finished(self, status: Mapping[str, Any]) -> bool:
+        return any(c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True"
+                   for c in status.get("conditions") or [])
