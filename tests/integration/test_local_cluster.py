@@ -187,3 +187,24 @@ def test_fail_nodes_annotation_fails_only_the_listed_node(core_api: client.CoreV
     bad_pod = core_api.read_namespaced_pod("on-bad", namespace).status
     assert bad_pod.phase == "Failed"
     assert bad_pod.container_statuses[0].state.terminated.exit_code == 42
+
+
+@pytest.mark.cluster
+def test_fail_until_fails_early_pods_and_lets_later_ones_succeed(core_api: client.CoreV1Api, namespace: str,
+                                                                 node_factory: Any) -> None:
+    import datetime as dt
+
+    (node,) = node_factory(1)
+    until = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    annotations = {f"{SIM}/result": "Succeeded", f"{SIM}/fail-until": until, f"{SIM}/exit-code": "137"}
+    core_api.create_namespaced_pod(namespace, _pod("early", node, annotations))
+    wait_for_pod_phase(core_api, namespace, "early", {"Succeeded", "Failed"})
+    early = core_api.read_namespaced_pod("early", namespace).status
+    assert early.phase == "Failed" and early.container_statuses[0].state.terminated.exit_code == 137
+
+    from support.waits import wait_until
+
+    wait_until(lambda: dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") > until, timeout=10, what="fail-until")
+    core_api.create_namespaced_pod(namespace, _pod("late", node, annotations))
+    wait_for_pod_phase(core_api, namespace, "late", {"Succeeded", "Failed"})
+    assert core_api.read_namespaced_pod("late", namespace).status.phase == "Succeeded"
