@@ -20,9 +20,13 @@ NODE_HASH_LENGTH = 10
 UNSCHEDULABLE_REASON = "Unschedulable"
 
 
-def pod_name_for(job_name: str, node_name: str) -> str:
-    """Deterministic pod name `<job>-<10 hex of sha256(node)>`, so a repeated create is a 409 (P11)."""
-    digest = hashlib.sha256(node_name.encode()).hexdigest()[:NODE_HASH_LENGTH]
+def pod_name_for(job_name: str, record_uid: str, node_name: str) -> str:
+    """Deterministic pod name `<job>-<10 hex of sha256(uid/node)>`, so a repeated create is a 409 (P11).
+
+    The record uid is in the hash so that a new run of the same job never collides with
+    pods of the previous run that garbage collection has not removed yet.
+    """
+    digest = hashlib.sha256(f"{record_uid}/{node_name}".encode()).hexdigest()[:NODE_HASH_LENGTH]
     return f"{job_name}-{digest}"
 
 
@@ -126,7 +130,7 @@ def build_pod(job_name: str, namespace: str, template: Mapping[str, Any], record
     annotations = dict(meta.get("annotations") or {})
     annotations.update({NODE_ANNOTATION: node_name, ATTEMPT_ANNOTATION: str(attempt)})
     metadata: dict[str, Any] = {
-        "name": pod_name_for(job_name, node_name),
+        "name": pod_name_for(job_name, record.uid, node_name),
         "generateName": f"{job_name}-",
         "namespace": namespace,
         "labels": labels,

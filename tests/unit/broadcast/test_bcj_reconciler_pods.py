@@ -201,13 +201,18 @@ def test_P10_no_second_pod_while_the_node_has_one_in_any_phase(phase: str, delet
     assert created_nodes(plan) == ["node-01"]
 
 
-def test_P11_pod_name_is_job_plus_ten_hex_of_the_node_and_names_the_node() -> None:
-    plan = reconcile_broadcast_job(make_spec(), make_record(), make_nodes(3), [], NOW)
+def test_P11_pod_name_is_job_plus_ten_hex_of_record_and_node_and_names_the_node() -> None:
+    record = make_record()
+    plan = reconcile_broadcast_job(make_spec(), record, make_nodes(3), [], NOW)
     for body in plan.create_pods:
         node = body["metadata"]["annotations"][NODE_ANNOTATION]
-        digest = hashlib.sha256(node.encode()).hexdigest()[:10]
-        assert body["metadata"]["name"] == f"bcj-{digest}" == pod_name_for("bcj", node)
+        digest = hashlib.sha256(f"{record.uid}/{node}".encode()).hexdigest()[:10]
+        assert body["metadata"]["name"] == f"bcj-{digest}" == pod_name_for("bcj", record.uid, node)
     assert len({p["metadata"]["name"] for p in plan.create_pods}) == 3
+
+
+def test_P11_a_new_run_of_the_same_job_gets_other_pod_names() -> None:
+    assert pod_name_for("bcj", "uid-run-1", "node-00") != pod_name_for("bcj", "uid-run-2", "node-00")
 
 
 def test_P12_attempt_annotation_starts_at_one_and_counts_reruns_of_a_node() -> None:
@@ -221,7 +226,7 @@ def test_P12_attempt_annotation_starts_at_one_and_counts_reruns_of_a_node() -> N
     rerun = cluster.step()
     [pod] = rerun.create_pods
     assert pod["metadata"]["annotations"][ATTEMPT_ANNOTATION] == "2"
-    assert pod["metadata"]["name"] == pod_name_for("bcj", "node-00")
+    assert pod["metadata"]["name"] == pod_name_for("bcj", cluster.record.uid, "node-00")
     cluster.step()
     assert cluster.status["nodes"]["node-00"]["attempt"] == 2
 
