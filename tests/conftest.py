@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,11 @@ def airflow_env(cluster: ClusterInfo, tmp_path_factory: pytest.TempPathFactory) 
     """An isolated AIRFLOW_HOME with a migrated SQLite DB and `kubernetes_default` → the cluster."""
     home = tmp_path_factory.mktemp("airflow-home")
     return AirflowEnv.create(home, REPO / "tests" / "dags", cluster.kubeconfig)
+
+
+@pytest.fixture
+def engine(kubeconfig: str, namespace: str, core_api: client.CoreV1Api) -> Any:
+    """The real engine bound to this test's namespace (see tests/support/engine.py)."""
+    from support.engine import Engine
+
+    return Engine(kubeconfig, namespace, core_api)
