@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client, config
