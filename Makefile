@@ -23,6 +23,7 @@ help:
 	@echo "make cluster-down  stop it"
 	@echo "make lint          ruff, mypy and the layering check"
 	@echo "make test-unit     only the tests that need no cluster"
+	@echo "make bench         benchmarks on the local cluster (1,000-node BroadcastJob, 205-replica TFJob, 100 jobs)"
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed")'
@@ -52,7 +53,7 @@ cluster-down:
 	@if [ -x $(PY) ]; then $(PY) -m devcluster down; else echo "not running"; fi
 
 lint: install
-	$(VENV)/bin/ruff check airflow_broadcast devcluster tests example_dags
+	$(VENV)/bin/ruff check airflow_broadcast devcluster tests example_dags benchmarks
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
@@ -67,3 +68,9 @@ demo: install etcd binaries
 
 clean: cluster-down
 	rm -rf $(VENV) .devcluster .airflow-test .mypy_cache .ruff_cache .pytest_cache
+
+.PHONY: bench
+bench: install etcd binaries  ## figures for docs/performance.md (not part of make test)
+	$(PY) -m benchmarks.run bcj --nodes 1000
+	$(PY) -m benchmarks.run tfjob --workers 200 --ps 4
+	$(PY) -m benchmarks.run many --jobs 100 --nodes-per-job 10

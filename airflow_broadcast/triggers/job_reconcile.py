@@ -7,6 +7,8 @@ Airflow stores them in plain text, and a restarted trigger must rebuild from the
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import traceback
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -15,10 +17,13 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.drivers import driver_for
+from airflow_broadcast.cluster.loop_monitor import LoopLag
 from airflow_broadcast.cluster.reconcile_loop import run_reconcile_loop
 from airflow_broadcast.cluster.ttl_sweeper import sweep_in_background
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
 from airflow_broadcast.triggers.progress import ProgressLog
+
+LOOP_LAG_ENV = "AIRFLOW_BROADCAST_MEASURE_LOOP_LAG"
 
 
 class JobReconcileTrigger(BaseTrigger):
@@ -66,10 +71,18 @@ class JobReconcileTrigger(BaseTrigger):
             driver = driver_for(self.kind, self.options)
             sweep = asyncio.get_running_loop().create_task(sweep_in_background(client, self.namespace))
             progress = ProgressLog(self.log, driver)
-            outcome = await run_reconcile_loop(
-                client, driver, self.namespace, self.record_name, self.uid,
-                deadline=self.deadline, resync=self.resync_seconds, progress=progress.update,
-            )
+            lag = LoopLag() if os.environ.get(LOOP_LAG_ENV) else None
+            monitor = asyncio.get_running_loop().create_task(lag.run()) if lag else None
+            try:
+                outcome = await run_reconcile_loop(
+                    client, driver, self.namespace, self.record_name, self.uid,
+                    deadline=self.deadline, resync=self.resync_seconds, progress=progress.update,
+                )
+            finally:
+                if monitor is not None and lag is not None:
+                    monitor.cancel()
+                    self.log.info("event loop lag while reconciling: %s (%d API requests)", json.dumps(lag.report()),
+                                  client.requests_sent)
             await asyncio.wait([sweep], timeout=5)
             yield self._event(outcome.reason, outcome.message, phase=str(outcome.status.get("phase", "")))
         except ClusterApiError as exc:
