@@ -1,9 +1,17 @@
-"""Kubernetes Events recorded against the job record, as upstream controllers record them on the job."""
+"""Kubernetes Events recorded against the job record, as upstream controllers record them on the job.
+
+Like client-go's event recorder, events are posted in the background and pass a
+per-object spam filter for per-child events (a burst of 25, then one every 5 minutes),
+so a 5,000-pod job does not double its API writes with 5,000 "Created pod" events.
+Job-level events (JobComplete, DeadlineExceeded, Paused, ...) are never filtered.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -14,10 +22,39 @@ from airflow_broadcast.reconcilers.plan import JobEvent
 
 log = logging.getLogger(__name__)
 COMPONENT = "airflow-broadcast"
+SPAM_BURST = 25
+SPAM_REFILL_SECONDS = 300.0
+_MAX_TRACKED_OBJECTS = 10_000
+
+
+class _SpamFilter:
+    """Token bucket per involved object (client-go's EventSourceObjectSpamFilter defaults)."""
+
+    def __init__(self) -> None:
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def allow(self, key: str, now: float) -> bool:
+        tokens, last = self._buckets.pop(key, (float(SPAM_BURST), now))
+        tokens = min(float(SPAM_BURST), tokens + (now - last) / SPAM_REFILL_SECONDS)
+        allowed = tokens >= 1.0
+        self._buckets[key] = (tokens - 1.0 if allowed else tokens, now)
+        while len(self._buckets) > _MAX_TRACKED_OBJECTS:
+            self._buckets.popitem(last=False)
+        return allowed
+
+
+_spam = _SpamFilter()
+# Per-child events are the ones a large job repeats thousands of times; job-level events always go out.
+PER_CHILD_REASONS = frozenset({
+    "SuccessfulCreate", "FailedCreate", "SuccessfulDelete", "SuccessfulCreatePod", "FailedCreatePod",
+    "SuccessfulDeletePod", "SuccessfulCreateService", "FailedCreateService", "SuccessfulDeleteService",
+    "ExitedWithCode",
+})
+_pending: set[asyncio.Task[None]] = set()
 
 
 class EventRecorder:
-    """Posts core/v1 Events best-effort: a failed event never fails a reconcile pass."""
+    """Posts core/v1 Events best-effort: a failed or filtered event never fails a reconcile pass."""
 
     def __init__(self, client: KubeClient, record: Mapping[str, Any]) -> None:
         self.client = client
@@ -26,25 +63,44 @@ class EventRecorder:
         self.involved = {"apiVersion": "v1", "kind": "ConfigMap", "name": meta.get("name", ""),
                          "namespace": self.namespace, "uid": meta.get("uid", "")}
         self.recorded: list[JobEvent] = []
+        self.dropped = 0
 
     async def record(self, events: Sequence[JobEvent]) -> None:
-        if not events:
+        """Queue the events; they are posted in the background so the pass does not wait for them."""
+        now = time.monotonic()
+        kept = []
+        for event in events:
+            if event.reason not in PER_CHILD_REASONS or _spam.allow(str(self.involved["uid"]), now):
+                kept.append(event)
+            else:
+                self.dropped += 1
+        if not kept:
             return
-        self.recorded.extend(events)
+        self.recorded.extend(kept)
+        task = asyncio.get_running_loop().create_task(self._post_all(kept))
+        _pending.add(task)
+        task.add_done_callback(_pending.discard)
+
+    async def _post_all(self, events: Sequence[JobEvent]) -> None:
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        path = f"/api/v1/namespaces/{self.namespace}/events"
+        for event in events:
+            await self._post(event, stamp)
 
-        async def post(event: JobEvent) -> None:
-            body = {
-                "apiVersion": "v1", "kind": "Event",
-                "metadata": {"generateName": f"{self.involved['name']}.", "namespace": self.namespace},
-                "involvedObject": self.involved, "reason": event.reason, "message": event.message[:1024],
-                "type": event.type, "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
-                "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
-            }
-            try:
-                await self.client.request("POST", path, body=body, retry=False)
-            except ClusterApiError as exc:
-                log.debug("event %s not recorded: %s", event.reason, exc)
+    async def _post(self, event: JobEvent, stamp: str) -> None:
+        body = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": f"{self.involved['name']}.", "namespace": self.namespace},
+            "involvedObject": self.involved, "reason": event.reason, "message": event.message[:1024],
+            "type": event.type, "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
+            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+        }
+        try:
+            await self.client.request("POST", f"/api/v1/namespaces/{self.namespace}/events", body=body, retry=False)
+        except ClusterApiError as exc:
+            log.debug("event %s not recorded: %s", event.reason, exc)
 
-        await asyncio.gather(*(post(e) for e in events))
+
+async def flush_events(timeout: float = 5.0) -> None:
+    """Wait (bounded) for queued events, e.g. before a trigger returns its final event."""
+    if _pending:
+        await asyncio.wait(list(_pending), timeout=timeout)

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.informers import Informer, shared_informer
-from airflow_broadcast.cluster.job_events import EventRecorder
+from airflow_broadcast.cluster.job_events import EventRecorder, flush_events
 from airflow_broadcast.cluster.job_records import (
     EXPIRES_AT,
     JOB_LABEL,
@@ -145,6 +145,7 @@ async def run_reconcile_loop(
             if spent < MIN_PASS_INTERVAL:
                 await asyncio.sleep(MIN_PASS_INTERVAL - spent)  # coalesce bursts of watch events
     finally:
+        await flush_events()
         for informer, key in subscriptions:
             informer.unsubscribe(key, wake)
         if job_name:
