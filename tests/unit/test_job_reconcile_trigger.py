@@ -1,0 +1,101 @@
+"""JobReconcileTrigger: kwargs are identifiers only and round-trip; on_kill respects the reassignment guard."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from airflow_broadcast.triggers import job_reconcile
+from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger
+
+KWARGS: dict[str, Any] = {
+    "kind": "BroadcastJob", "namespace": "ops", "record_name": "bcj-prune", "uid": "u-1",
+    "kubernetes_conn_id": "k8s", "cluster_context": None, "deadline": 1800000000.0,
+    "options": {"kruise_compat": False, "assign_by_scheduler": True}, "resync_seconds": 30.0,
+    "on_kill_action": "delete_active_pods", "task_key": {"dag_id": "d", "task_id": "t", "run_id": "r"},
+}
+
+
+def test_serialize_round_trips_and_holds_no_credentials() -> None:
+    classpath, kwargs = JobReconcileTrigger(**KWARGS).serialize()
+    assert classpath == "airflow_broadcast.triggers.job_reconcile.JobReconcileTrigger"
+    assert kwargs == KWARGS
+    assert JobReconcileTrigger(**kwargs).serialize() == (classpath, kwargs)
+    text = json.dumps(kwargs).lower()
+    for secret in ("token", "kube_config", "config_dict", "password", "certificate", "connection_extras"):
+        assert secret not in text
+
+
+@pytest.fixture
+def stop_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, str]]:
+    calls: list[tuple[str, str, str]] = []
+
+    async def fake_stop(client: Any, namespace: str, record: str, uid: str) -> int:
+        calls.append((namespace, record, uid))
+        return 2
+
+    class _Hook:
+        async def kube_client(self) -> object:
+            return object()
+
+    monkeypatch.setattr("airflow_broadcast.cluster.job_control.stop_active_children", fake_stop)
+    monkeypatch.setattr(JobReconcileTrigger, "_hook", lambda self: _Hook())
+    return calls
+
+
+async def test_on_kill_deletes_active_pods_after_a_user_action(stop_calls: list[Any],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    async def not_deferred(self: JobReconcileTrigger) -> bool:
+        return False
+
+    monkeypatch.setattr(JobReconcileTrigger, "_still_deferred", not_deferred)
+    await JobReconcileTrigger(**KWARGS).on_kill()
+    assert stop_calls == [("ops", "bcj-prune", "u-1")]
+
+
+async def test_on_kill_does_nothing_when_the_task_is_still_deferred(stop_calls: list[Any],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Airflow 3.3 calls on_kill on a triggerer that lost the trigger by reassignment; the job must live on."""
+
+    async def deferred(self: JobReconcileTrigger) -> bool:
+        return True
+
+    monkeypatch.setattr(JobReconcileTrigger, "_still_deferred", deferred)
+    await JobReconcileTrigger(**KWARGS).on_kill()
+    assert stop_calls == []
+
+
+async def test_on_kill_keep_leaves_the_pods(stop_calls: list[Any]) -> None:
+    await JobReconcileTrigger(**{**KWARGS, "on_kill_action": "keep"}).on_kill()
+    assert stop_calls == []
+
+
+async def test_still_deferred_reads_the_task_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    class _RTI:
+        @staticmethod
+        def get_task_states(dag_id: str, task_ids: list[str], run_ids: list[str]) -> dict[str, Any]:
+            assert (dag_id, task_ids, run_ids) == ("d", ["t"], ["r"])
+            return {"r": {"t": "deferred"}}
+
+    from airflow.sdk.execution_time import task_runner
+
+    monkeypatch.setattr(task_runner, "RuntimeTaskInstance", _RTI)
+    assert await JobReconcileTrigger(**KWARGS)._still_deferred() is True
+
+
+async def test_an_api_error_becomes_an_error_event_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_broadcast.cluster.api_errors import Forbidden
+
+    class _Hook:
+        async def kube_client(self) -> object:
+            raise Forbidden(403, "Forbidden", 'nodes is forbidden: User "x" cannot list resource "nodes"',
+                            verb="GET", target="/api/v1/nodes")
+
+    monkeypatch.setattr(JobReconcileTrigger, "_hook", lambda self: _Hook())
+    event = await JobReconcileTrigger(**KWARGS).run().__anext__()
+    assert event.payload["status"] == "error"
+    assert "cannot list resource \"nodes\"" in event.payload["message"]
+    assert "docs/rbac.md" in event.payload["message"]
+    assert job_reconcile.LOOP_LAG_ENV == "AIRFLOW_BROADCAST_MEASURE_LOOP_LAG"
