@@ -9,6 +9,11 @@ from airflow_broadcast.operators.job_operator import KubernetesJobOperator, Pars
 from airflow_broadcast.specs.broadcast_job_spec import parse_broadcast_job, to_manifest
 
 
+def bcj_driver_options(assign_pods_by_scheduler: bool, kruise_compat: bool) -> dict[str, Any]:
+    """The BroadcastJob engine switches, as trigger kwargs carry them (shared with BroadcastJobSensor)."""
+    return {"assign_by_scheduler": assign_pods_by_scheduler, "kruise_compat": kruise_compat}
+
+
 class BroadcastJobOperator(KubernetesJobOperator):
     """One pod on every eligible node, as OpenKruise's BroadcastJob controller would run it.
 
@@ -35,7 +40,7 @@ class BroadcastJobOperator(KubernetesJobOperator):
                          spec.completion_policy.active_deadline_seconds)
 
     def driver_options(self) -> dict[str, Any]:
-        return {"assign_by_scheduler": self.assign_pods_by_scheduler, "kruise_compat": self.kruise_compat}
+        return bcj_driver_options(self.assign_pods_by_scheduler, self.kruise_compat)
 
     def is_finished(self, status: Mapping[str, Any]) -> bool:
         return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"

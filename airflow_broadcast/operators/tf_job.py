@@ -11,6 +11,16 @@ from airflow_broadcast.specs.manifest_text import parse_manifest
 from airflow_broadcast.specs.tf_job_spec import parse_tf_job
 
 
+def tf_driver_options(cluster_domain: str, compat: bool) -> dict[str, Any]:
+    """The TFJob engine switches, as trigger kwargs carry them (shared with TFJobSensor)."""
+    return {
+        "cluster_domain": cluster_domain,
+        "compat_succeeded_then_failed": compat,
+        "compat_recreate_succeeded": compat,
+        "compat_exitcode_ignores_backoff": compat,
+    }
+
+
 class TFJobOperator(KubernetesJobOperator):
     """Distributed TensorFlow: PS/Worker/Chief/Master/Evaluator pods, one headless Service each, TF_CONFIG.
 
@@ -40,12 +50,7 @@ class TFJobOperator(KubernetesJobOperator):
         return ParsedJob(spec.name, spec.namespace, stored, spec.run_policy.active_deadline_seconds)
 
     def driver_options(self) -> dict[str, Any]:
-        return {
-            "cluster_domain": self.cluster_domain,
-            "compat_succeeded_then_failed": self.compat,
-            "compat_recreate_succeeded": self.compat,
-            "compat_exitcode_ignores_backoff": self.compat,
-        }
+        return tf_driver_options(self.cluster_domain, self.compat)
 
     def is_finished(self, status: Mapping[str, Any]) -> bool:
         return any(c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True"

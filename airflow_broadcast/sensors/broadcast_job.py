@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_broadcast.operators.broadcast_job import bcj_driver_options
 from airflow_broadcast.sensors.job_sensor import KubernetesJobSensor
 
 
@@ -18,4 +19,4 @@ class BroadcastJobSensor(KubernetesJobSensor):
         self.kruise_compat = kruise_compat
 
     def driver_options(self) -> dict[str, Any]:
-        return {"assign_by_scheduler": self.assign_pods_by_scheduler, "kruise_compat": self.kruise_compat}
+        return bcj_driver_options(self.assign_pods_by_scheduler, self.kruise_compat)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_broadcast.operators.tf_job import tf_driver_options
 from airflow_broadcast.sensors.job_sensor import KubernetesJobSensor
 
 
@@ -18,9 +19,4 @@ class TFJobSensor(KubernetesJobSensor):
         self.compat = compat
 
     def driver_options(self) -> dict[str, Any]:
-        return {
-            "cluster_domain": self.cluster_domain,
-            "compat_succeeded_then_failed": self.compat,
-            "compat_recreate_succeeded": self.compat,
-            "compat_exitcode_ignores_backoff": self.compat,
-        }
+        return tf_driver_options(self.cluster_domain, self.compat)
