@@ -1,7 +1,7 @@
 """One async Kubernetes client per process: raw JSON requests, paging, watches, retries, QPS.
 
 It rides on kubernetes_asyncio's ApiClient for TLS and authentication (including
-exec-plugin token refresh), but skips its model classes: objects stay plain
+exec-plugin token refresh through the hook's refresh_api_key_hook), but skips its model classes: objects stay plain
 dicts, which is an order of magnitude cheaper on the triggerer's event loop.
 """
 

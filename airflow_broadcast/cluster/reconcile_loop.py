@@ -11,10 +11,10 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from airflow_broadcast.cluster.api_errors import ClusterApiError
+from airflow_broadcast.cluster.api_errors import ClusterApiError, Forbidden, Unauthorized
 from airflow_broadcast.cluster.informers import Informer, shared_informer
 from airflow_broadcast.cluster.job_events import EventRecorder, flush_events
 from airflow_broadcast.cluster.job_records import (
@@ -116,6 +116,13 @@ async def run_reconcile_loop(
                 plan = await _reconcile(driver, manifest, record, watched)
             except ValueError as exc:  # the record's manifest no longer validates (edited by hand)
                 return LoopOutcome("invalid", raw, status, str(exc))
+            if plan.delete_job:
+                # TTL deletion belongs to the task that reads the result, or to the sweeper (which
+                # waits for the result to be read): a loop that starts late must not destroy it.
+                plan = replace(plan, delete_job=False)
+            failure = _permanent_watch_error(records, watched)
+            if failure is not None:
+                return LoopOutcome("error", raw, status, failure.describe())
             applied = await executor.apply(plan, raw, EventRecorder(client, raw))
             if applied.conflict:
                 await _wait(wake, 1.0)  # the record watch brings the newer version
@@ -150,6 +157,18 @@ async def run_reconcile_loop(
             informer.unsubscribe(key, wake)
         if job_name:
             records.unsubscribe(job_name, wake)
+
+
+def _permanent_watch_error(*informers: Any) -> ClusterApiError | None:
+    """A watch that lost its permission (403/401) makes the cache stale: stop instead of acting on it."""
+    for informer in informers:
+        if isinstance(informer, WatchSet):
+            found = _permanent_watch_error(informer.children, informer.services, informer.nodes)
+            if found is not None:
+                return found
+        elif informer is not None and isinstance(informer.error, Forbidden | Unauthorized):
+            return informer.error
+    return None
 
 
 async def _stamp_expiry(client: KubeClient, raw: JsonDict, manifest: Mapping[str, Any],

@@ -80,7 +80,8 @@ class TFJobDriver:
             detail = (f" Failing replica: {cause.get('replicaType')} {cause.get('index')} (pod {cause.get('pod')}, "
                       f"exit code {cause.get('exitCode', '?')}, {cause.get('reason') or 'no reason'}"
                       f"{': ' + cause['message'] if cause.get('message') else ''}).")
-        return f"TFJob {summary['namespace']}/{summary['name']} failed: {failed[-1].get('message', '')}.{detail}"
+        message = str(failed[-1].get("message", "")).rstrip(".")
+        return f"TFJob {summary['namespace']}/{summary['name']} failed: {message}.{detail}"
 
     def failed_children(self, summary: Mapping[str, Any]) -> list[str]:
         pod = (summary.get("failure") or {}).get("pod")

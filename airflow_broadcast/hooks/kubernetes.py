@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook, KubernetesHook
@@ -10,6 +11,11 @@ from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.shared_clients import shared_client
 
 DEFAULT_NAMESPACE = "default"
+EXEC_TOKEN_REFRESH_SECONDS = 60.0
+
+
+def _truthy(value: Any) -> bool:
+    return str(value).strip().lower() in ("true", "1", "yes") if value is not None else False
 
 
 class BroadcastKubernetesHook(AsyncKubernetesHook):
@@ -23,6 +29,7 @@ class BroadcastKubernetesHook(AsyncKubernetesHook):
     def __init__(self, kubernetes_conn_id: str = KubernetesHook.default_conn_name,
                  cluster_context: str | None = None, **kwargs: Any) -> None:
         super().__init__(conn_id=kubernetes_conn_id, cluster_context=cluster_context, **kwargs)
+        self._token_loaded_at = time.monotonic()
 
     def _client_key(self) -> str:
         return f"{self.conn_id}|{self.cluster_context or ''}"
@@ -34,7 +41,25 @@ class BroadcastKubernetesHook(AsyncKubernetesHook):
         from kubernetes_asyncio import client as async_client
 
         await self._load_config()
-        return async_client.ApiClient(configuration=self.client_configuration)
+        configuration = self.client_configuration
+        assert configuration is not None  # _load_config always sets it
+        if _truthy(await self._get_field("disable_verify_ssl")):
+            configuration.verify_ssl = False
+        if self._is_exec_auth:
+            configuration.refresh_api_key_hook = self._refresh_exec_token
+        return async_client.ApiClient(configuration=configuration)
+
+    async def _refresh_exec_token(self, configuration: Any) -> None:
+        """Exec-plugin tokens (EKS, GKE) are short-lived: reload them, at most once a minute.
+
+        The cncf hook reloads the kubeconfig on every call for exec auth; the shared
+        client asks for it before each request, so the refresh is throttled here.
+        """
+        now = time.monotonic()
+        if now - self._token_loaded_at < EXEC_TOKEN_REFRESH_SECONDS:
+            return
+        self._token_loaded_at = now
+        await self._load_config()
 
     async def default_namespace(self) -> str:
         """The connection's namespace, else `default`."""

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_broadcast.operators.job_operator import KubernetesJobOperator, ParsedJob
-from airflow_broadcast.specs.broadcast_job_spec import parse_broadcast_job, to_manifest
+from airflow_broadcast.specs.broadcast_job_spec import broadcast_job_warnings, parse_broadcast_job, to_manifest
 
 
 def bcj_driver_options(assign_pods_by_scheduler: bool, kruise_compat: bool) -> dict[str, Any]:
@@ -36,6 +36,8 @@ class BroadcastJobOperator(KubernetesJobOperator):
 
     def parse(self, manifest: Mapping[str, Any] | str, namespace: str | None, default_namespace: str) -> ParsedJob:
         spec = parse_broadcast_job(manifest, namespace=namespace, default_namespace=default_namespace)
+        for warning in broadcast_job_warnings(to_manifest(spec)):
+            self.log.warning("%s", warning)
         return ParsedJob(spec.name, spec.namespace, to_manifest(spec),
                          spec.completion_policy.active_deadline_seconds)
 

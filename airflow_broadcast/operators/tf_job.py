@@ -11,13 +11,18 @@ from airflow_broadcast.specs.manifest_text import parse_manifest
 from airflow_broadcast.specs.tf_job_spec import parse_tf_job
 
 
-def tf_driver_options(cluster_domain: str, compat: bool) -> dict[str, Any]:
-    """The TFJob engine switches, as trigger kwargs carry them (shared with TFJobSensor)."""
+def tf_driver_options(cluster_domain: str, compat: bool, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The TFJob engine switches, as trigger kwargs carry them (shared with TFJobSensor).
+
+    `extra` reaches the rest of TFJobOptions, e.g. `exclude_evaluator_from_cluster`,
+    `sparse_ps_empty_list` or `compat_cleanup_ignores_policy_on_failure`.
+    """
     return {
         "cluster_domain": cluster_domain,
         "compat_succeeded_then_failed": compat,
         "compat_recreate_succeeded": compat,
         "compat_exitcode_ignores_backoff": compat,
+        **dict(extra or {}),
     }
 
 
@@ -32,14 +37,18 @@ class TFJobOperator(KubernetesJobOperator):
     :param cluster_domain: appended to service hosts in TF_CONFIG (training-operator's CUSTOM_CLUSTER_DOMAIN).
     :param compat: reproduce training-operator v1.9 defects that are fixed by default
         (re-create succeeded replicas, ExitCode restarts ignore backoffLimit, Failed after Succeeded).
+    :param tf_options: further engine switches: `exclude_evaluator_from_cluster`, `sparse_ps_empty_list`,
+        `compat_cleanup_ignores_policy_on_failure` (training-operator <= 1.9.3 deleted all pods on failure).
     """
 
     kind = "TFJob"
 
-    def __init__(self, *, cluster_domain: str = "", compat: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *, cluster_domain: str = "", compat: bool = False,
+                 tf_options: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.cluster_domain = cluster_domain
         self.compat = compat
+        self.tf_options = dict(tf_options or {})
 
     def parse(self, manifest: Mapping[str, Any] | str, namespace: str | None, default_namespace: str) -> ParsedJob:
         raw = parse_manifest(manifest, what="TFJob manifest")
@@ -50,7 +59,7 @@ class TFJobOperator(KubernetesJobOperator):
         return ParsedJob(spec.name, spec.namespace, stored, spec.run_policy.active_deadline_seconds)
 
     def driver_options(self) -> dict[str, Any]:
-        return tf_driver_options(self.cluster_domain, self.compat)
+        return tf_driver_options(self.cluster_domain, self.compat, self.tf_options)
 
     def is_finished(self, status: Mapping[str, Any]) -> bool:
         return any(c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True"

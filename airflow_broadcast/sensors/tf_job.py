@@ -13,10 +13,12 @@ class TFJobSensor(KubernetesJobSensor):
 
     kind = "TFJob"
 
-    def __init__(self, *, cluster_domain: str = "", compat: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *, cluster_domain: str = "", compat: bool = False,
+                 tf_options: dict[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.cluster_domain = cluster_domain
         self.compat = compat
+        self.tf_options = dict(tf_options or {})
 
     def driver_options(self) -> dict[str, Any]:
-        return tf_driver_options(self.cluster_domain, self.compat)
+        return tf_driver_options(self.cluster_domain, self.compat, self.tf_options)

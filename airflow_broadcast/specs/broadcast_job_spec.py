@@ -211,7 +211,7 @@ def _validate_upstream_spec(spec: Mapping[str, Any]) -> list[FieldError]:
 
 
 def _validate_extended_spec(spec: Mapping[str, Any]) -> list[FieldError]:
-    """Checks upstream lacks (V13-V17): each catches a spec the controller would mishandle."""
+    """Checks upstream lacks (V13-V16): each catches a spec the controller would mishandle."""
     errors: list[FieldError] = []
     parallelism = spec.get("parallelism")
     if parallelism is not None and (error := validate_int_or_percent(parallelism, "spec.parallelism")):
@@ -243,12 +243,22 @@ def _validate_extended_spec(spec: Mapping[str, Any]) -> list[FieldError]:
             "must not be set: a BroadcastJob pins one pod to each eligible node itself, "
             "so a fixed nodeName would put every pod on the same node"
         )))
-    if _is_int(restart_limit) and restart_limit > 0 and pod_spec.get("restartPolicy") == "Never":
-        errors.append(invalid(
-            "spec.failurePolicy.restartLimit", restart_limit,
-            "restartLimit has no effect unless restartPolicy is OnFailure",
-        ))
     return errors
+
+
+def broadcast_job_warnings(manifest: Mapping[str, Any]) -> list[str]:
+    """Legal but probably unintended settings (V17), reported without refusing the manifest.
+
+    OpenKruise's own restartLimit sample pairs `restartLimit: 3` with `restartPolicy: Never`;
+    refusing it would break the promise that upstream YAML works unchanged.
+    """
+    spec = _mapping(manifest.get("spec"))
+    restart_limit = _mapping(spec.get("failurePolicy")).get("restartLimit")
+    pod_spec = _mapping(_mapping(spec.get("template")).get("spec"))
+    if _is_int(restart_limit) and restart_limit > 0 and pod_spec.get("restartPolicy") == "Never":
+        return [f"spec.failurePolicy.restartLimit: {restart_limit} has no effect unless "
+                "spec.template.spec.restartPolicy is OnFailure (pods with restartPolicy Never are never restarted)"]
+    return []
 
 
 def _check_range(path: str, value: Any, low: int, high: int) -> list[FieldError]:

@@ -12,6 +12,7 @@ from airflow_broadcast.specs.broadcast_job_spec import (
     BroadcastJobSpec,
     CompletionPolicy,
     FailurePolicy,
+    broadcast_job_warnings,
     parse_broadcast_job,
     to_manifest,
     validate_broadcast_job,
@@ -453,13 +454,15 @@ def test_V16_a_template_node_name_is_forbidden() -> None:
     assert "every pod on the same node" in errors[0].message
 
 
-def test_V17_restart_limit_with_restart_policy_never_is_rejected() -> None:
-    manifest = job(failurePolicy={"restartLimit": 3})
-    assert errors_of(manifest) == [
-        "spec.failurePolicy.restartLimit: Invalid value: 3: "
-        "restartLimit has no effect unless restartPolicy is OnFailure"]
-    pod_spec(manifest)["restartPolicy"] = "OnFailure"
+def test_V17_restart_limit_with_restart_policy_never_is_a_warning_not_an_error() -> None:
+    """OpenKruise's own restartLimit sample uses restartPolicy Never: it must still run unchanged."""
+    manifest = job(failurePolicy={"type": "FailFast", "restartLimit": 3})
     assert validate_broadcast_job(manifest) == []
+    assert broadcast_job_warnings(manifest) == [
+        "spec.failurePolicy.restartLimit: 3 has no effect unless spec.template.spec.restartPolicy is OnFailure "
+        "(pods with restartPolicy Never are never restarted)"]
+    pod_spec(manifest)["restartPolicy"] = "OnFailure"
+    assert broadcast_job_warnings(manifest) == []
 
 
 def test_V18_template_changes_are_visible_in_the_parsed_spec() -> None:
