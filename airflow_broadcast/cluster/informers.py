@@ -183,3 +183,12 @@ def shared_informer(client: KubeClient, path: str, transform: Callable[[JsonDict
         informers[key] = informer
         informer.start()
     return informer
+
+
+async def stop_informers() -> None:
+    """Cancel the running loop's informers (before its client closes, e.g. at the end of asyncio.run)."""
+    informers = _registry.pop(asyncio.get_running_loop(), {})
+    tasks = [i._task for i in informers.values() if i._task is not None]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)

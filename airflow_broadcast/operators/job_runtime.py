@@ -14,6 +14,7 @@ from typing import Any
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.drivers import driver_for
+from airflow_broadcast.cluster.informers import stop_informers
 from airflow_broadcast.cluster.job_control import stop_active_children
 from airflow_broadcast.cluster.job_records import (
     EXPIRES_AT,
@@ -81,9 +82,12 @@ def run_inline(target: JobTarget, deadline: float | None, resync: float, log: An
     async def drive() -> tuple[str, str]:
         client = await target.hook().kube_client()
         driver = driver_for(target.kind, dict(target.options))
-        outcome = await run_reconcile_loop(client, driver, target.namespace, target.record_name, target.uid,
-                                           deadline=deadline, resync=resync,
-                                           progress=ProgressLog(log, driver).update, single_pass=single_pass)
+        try:
+            outcome = await run_reconcile_loop(client, driver, target.namespace, target.record_name, target.uid,
+                                               deadline=deadline, resync=resync,
+                                               progress=ProgressLog(log, driver).update, single_pass=single_pass)
+        finally:
+            await stop_informers()
         return outcome.reason, outcome.message
 
     return asyncio.run(drive())

@@ -17,6 +17,7 @@ from kubernetes_asyncio import client as async_client
 from kubernetes_asyncio import config as async_config
 
 from airflow_broadcast.cluster.drivers import driver_for
+from airflow_broadcast.cluster.informers import stop_informers
 from airflow_broadcast.cluster.job_records import record_name
 from airflow_broadcast.cluster.job_submission import Submission, submit_job
 from airflow_broadcast.cluster.kube_client import KubeClient
@@ -47,6 +48,7 @@ class Engine:
             try:
                 return await body(kube)
             finally:
+                await stop_informers()
                 await kube.close()
 
         return asyncio.run(main())
