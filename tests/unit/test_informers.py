@@ -1,0 +1,75 @@
+"""Shared informers: heartbeat-only node updates wake nobody (L7); a relist repairs a stale cache (X3)."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any
+
+from airflow_broadcast.cluster.informers import Informer
+from airflow_broadcast.cluster.observation import node_info, node_significance, pod_info
+
+
+def node(version: int, heartbeat: str = "t0", labels: dict[str, str] | None = None,
+         taints: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    return {"metadata": {"name": "n1", "resourceVersion": str(version), "labels": labels or {"a": "1"}},
+            "spec": {"taints": taints or []},
+            "status": {"allocatable": {"pods": "110"},
+                       "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": heartbeat}]}}
+
+
+async def test_L7_heartbeat_only_node_updates_wake_no_job() -> None:
+    informer: Informer[Any] = Informer(client=None, path="/api/v1/nodes", transform=node_info,  # type: ignore[arg-type]
+                                       significant=node_significance)
+    woken = asyncio.Event()
+    informer.subscribe("*", woken)
+    informer.upsert(node(1))
+    woken.clear()
+
+    informer.upsert(node(2, heartbeat="t1"))
+    assert not woken.is_set(), "a heartbeat changed nothing that matters"
+
+    informer.upsert(node(3, heartbeat="t2", taints=[{"key": "k", "effect": "NoSchedule"}]))
+    assert woken.is_set(), "a new taint can change eligibility"
+
+
+async def test_X6_our_own_write_then_its_replayed_watch_event_wake_nobody() -> None:
+    informer: Informer[Any] = Informer(client=None, path="/pods", transform=pod_info,  # type: ignore[arg-type]
+                                       index_label="airflow-broadcast.io/job-uid")
+    woken = asyncio.Event()
+    informer.subscribe("u1", woken)
+    created = {"metadata": {"name": "p", "resourceVersion": "7", "labels": {"airflow-broadcast.io/job-uid": "u1"}},
+               "spec": {}, "status": {}}
+    informer.upsert(created, notify=False)
+    informer.upsert(copy.deepcopy(created))
+    assert not woken.is_set()
+    assert [p.name for p in informer.items("u1")] == ["p"]
+
+
+class _ListingClient:
+    def __init__(self, pages: list[dict[str, Any]]) -> None:
+        self.pages = pages
+
+    async def list_pages(self, path: str, **query: Any) -> Any:
+        for page in self.pages:
+            yield page
+
+
+async def test_X3_a_full_relist_repairs_a_cache_that_missed_events() -> None:
+    """No expectations can get stuck: a relist replaces whatever the cache believed."""
+    labels = {"airflow-broadcast.io/job-uid": "u1"}
+    stale = {"metadata": {"name": "ghost", "resourceVersion": "3", "labels": labels}, "spec": {}, "status": {}}
+    real = {"metadata": {"name": "real", "resourceVersion": "9", "labels": labels}, "spec": {},
+            "status": {"phase": "Succeeded"}}
+    client = _ListingClient([{"metadata": {"resourceVersion": "10"}, "items": [real]}])
+    informer: Informer[Any] = Informer(client=client, path="/pods", transform=pod_info,  # type: ignore[arg-type]
+                                       index_label="airflow-broadcast.io/job-uid")
+    informer.upsert(stale)
+    woken = asyncio.Event()
+    informer.subscribe("u1", woken)
+
+    version = await informer._relist()
+
+    assert version == "10"
+    assert [(p.name, p.phase) for p in informer.items("u1")] == [("real", "Succeeded")]
+    assert woken.is_set()

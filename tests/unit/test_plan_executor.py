@@ -1,0 +1,170 @@
+"""The plan executor's error branches, against a scripted fake API (a unit test of one component).
+
+The same behaviour is exercised against the real API server by the integration tests;
+here each error branch (timeouts, failed batches, AlreadyExists) can be forced exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from airflow_broadcast.cluster import api_errors as e
+from airflow_broadcast.cluster import job_events
+from airflow_broadcast.cluster.job_events import EventRecorder, flush_events
+from airflow_broadcast.cluster.plan_executor import PlanExecutor
+from airflow_broadcast.reconcilers.plan import DeleteChild, Plan
+
+UID = "record-uid"
+RECORD = {"metadata": {"name": "bcj-x", "namespace": "ns", "uid": UID, "resourceVersion": "1"}, "data": {}}
+
+
+def pod(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ns",
+                                                           "ownerReferences": [{"uid": UID, "controller": True}]}}
+
+
+class FakeApi:
+    """Records calls; `fail` maps a pod name to the error its create raises."""
+
+    def __init__(self, fail: dict[str, Exception] | None = None, existing: dict[str, dict[str, Any]] | None = None):
+        self.fail = fail or {}
+        self.existing = existing or {}
+        self.batches: list[list[str]] = []
+        self.in_flight: list[str] = []
+        self.deleted: list[str] = []
+        self.written: list[dict[str, Any]] = []
+        self.events: list[tuple[str, str]] = []
+
+    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        import asyncio
+
+        name = body["metadata"]["name"]
+        self.in_flight.append(name)
+        await asyncio.sleep(0)
+        if not self.batches or self.batches[-1] is not self._batch:
+            self.batches.append(self._batch)
+        self._batch.append(name)
+        if name in self.fail:
+            raise self.fail[name]
+        return {**body, "metadata": {**body["metadata"], "uid": f"uid-{name}", "resourceVersion": "5"}}
+
+    async def get(self, path: str, **query: Any) -> dict[str, Any]:
+        name = path.rsplit("/", 1)[-1]
+        if name not in self.existing:
+            raise e.NotFound(404, "NotFound", "gone")
+        return self.existing[name]
+
+    async def delete(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        name = path.rsplit("/", 1)[-1]
+        if name == "already-gone":
+            raise e.NotFound(404, "NotFound", "gone")
+        self.deleted.append(name)
+        return {}
+
+    async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.written.append(body)
+        return body
+
+    async def request(self, method: str, path: str, *, body: dict[str, Any], retry: bool) -> dict[str, Any]:
+        self.events.append((body["reason"], body["message"]))
+        return {}
+
+
+@pytest.fixture(autouse=True)
+def fresh_spam_filter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(job_events, "_spam", job_events._SpamFilter())
+
+
+async def apply(api: FakeApi, plan: Plan, compat: bool = False) -> Any:
+    original_gather = __import__("asyncio").gather
+
+    async def batched_gather(*aws: Any, **kwargs: Any) -> Any:  # one list per slow-start batch
+        api._batch = []
+        return await original_gather(*aws, **kwargs)
+
+    import asyncio
+
+    api._batch = []
+    asyncio_gather, asyncio.gather = asyncio.gather, batched_gather
+    try:
+        executor = PlanExecutor(api, "ns", UID, compat_count_failed_creates=compat)  # type: ignore[arg-type]
+        result = await executor.apply(plan, RECORD, EventRecorder(api, RECORD))  # type: ignore[arg-type]
+        await flush_events()
+        return result
+    finally:
+        asyncio.gather = asyncio_gather
+
+
+def status_plan(pods: list[dict[str, Any]], **kwargs: Any) -> Plan:
+    return Plan(create_pods=tuple(pods), status={"active": 0}, count_created_as_active=True, **kwargs)
+
+
+async def test_R6_creates_run_in_slow_start_batches_of_1_2_4_then_the_rest() -> None:
+    api = FakeApi()
+    result = await apply(api, status_plan([pod(f"p{i}") for i in range(10)]))
+    assert [len(b) for b in api.batches] == [1, 2, 4, 3]
+    assert result.created == 10
+
+
+async def test_R7_a_batch_with_an_error_stops_the_later_batches() -> None:
+    api = FakeApi(fail={"p2": e.ServerError(500, "InternalError", "etcd down")})
+    result = await apply(api, status_plan([pod(f"p{i}") for i in range(10)]))
+    assert [len(b) for b in api.batches] == [1, 2]
+    assert result.created == 2 and len(result.create_errors) == 1
+
+
+async def test_R8_a_timed_out_create_is_neither_counted_nor_an_error() -> None:
+    api = FakeApi(fail={"p0": e.TransportError(0, "Unreachable", "TimeoutError: Timeout on reading data")})
+    result = await apply(api, status_plan([pod("p0"), pod("p1"), pod("p2")]))
+    assert result.create_errors == []
+    assert result.created == 2
+    assert api.written[-1]["data"]["status"] == '{"active": 2}'
+
+
+@pytest.mark.parametrize(("compat", "active"), [(False, 2), (True, 3)])
+async def test_R9_failed_creates_inflate_active_only_in_compat_mode(compat: bool, active: int) -> None:
+    api = FakeApi(fail={"p1": e.Forbidden(403, "Forbidden", 'exceeded quota: pods')})
+    await apply(api, status_plan([pod("p0"), pod("p1"), pod("p2")]), compat=compat)
+    assert api.written[-1]["data"]["status"] == f'{{"active": {active}}}'
+
+
+async def test_E1_E2_E3_events_for_created_failed_and_deleted_pods() -> None:
+    api = FakeApi(fail={"p1": e.Invalid(422, "Invalid", "bad pod")})
+    plan = Plan(create_pods=(pod("p0"), pod("p1")), deletes=(DeleteChild("Pod", "old", "uid-old"),))
+    await apply(api, plan)
+    assert ("SuccessfulCreate", "Created pod: p0") in api.events
+    assert ("SuccessfulDelete", "Delete pod: old") in api.events
+    failed = [m for r, m in api.events if r == "FailedCreate"]
+    assert len(failed) == 1 and failed[0].startswith("Error creating: Kubernetes API 422 Invalid")
+
+
+async def test_X6_already_exists_for_our_own_pod_counts_as_created() -> None:
+    api = FakeApi(fail={"p0": e.AlreadyExists(409, "AlreadyExists", "exists")}, existing={"p0": pod("p0")})
+    result = await apply(api, status_plan([pod("p0")]))
+    assert result.created == 1 and result.create_errors == []
+
+
+async def test_X6_already_exists_for_a_foreign_pod_is_an_error() -> None:
+    foreign = pod("p0")
+    foreign["metadata"]["ownerReferences"] = [{"uid": "someone-else", "controller": True}]
+    api = FakeApi(fail={"p0": e.AlreadyExists(409, "AlreadyExists", "exists")}, existing={"p0": foreign})
+    result = await apply(api, status_plan([pod("p0")]))
+    assert result.created == 0
+    assert result.create_errors == ['pods "p0" already exists and is not owned by this job']
+
+
+async def test_deleting_a_pod_that_is_already_gone_is_done() -> None:
+    api = FakeApi()
+    result = await apply(api, Plan(deletes=(DeleteChild("Pod", "already-gone"), DeleteChild("Pod", "p9"))))
+    assert api.deleted == ["p9"] and result.deleted == 1
+
+
+async def test_a_conflicting_record_write_is_reported_not_raised() -> None:
+    class Conflicting(FakeApi):
+        async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+            raise e.Conflict(409, "Conflict", "the object has been modified")
+
+    result = await apply(Conflicting(), Plan(status={"phase": "running"}))
+    assert result.conflict is True
