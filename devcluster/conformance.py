@@ -46,7 +46,7 @@ def collect_tests(root: Path = REPO / "tests") -> list[TestRef]:
     refs: list[TestRef] = []
     for path in sorted(root.rglob("test_*.py")):
         rel = path.relative_to(REPO)
-        kind = "tfjob" if "tf" in path.name.split("_") or "tfjob" in rel.parts or "tf_" in path.name else "broadcastjob"
+        kind = "tfjob" if "tfjob" in rel.parts or "tf" in path.stem.split("_") else "broadcastjob"
         tree = ast.parse(path.read_text())
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_"):
@@ -124,7 +124,8 @@ def render(kind: str, title: str, items: list[tuple[str, str, str]], refs: list[
     for item_id, tag, text in items:
         refs_for = found.get(item_id, [])
         item = text.replace("|", "\\|")
-        lines.append(f"| {item_id} | {tag} | {item} | {_cell(refs_for)} | {_status(refs_for, notes.get(item_id, ''))} |")
+        status = _status(refs_for, notes.get(item_id, ""))
+        lines.append(f"| {item_id} | {tag} | {item} | {_cell(refs_for)} | {status} |")
     return "\n".join(lines) + "\n"
 
 
