@@ -42,12 +42,16 @@ class Conflict(ClusterApiError):
 class Forbidden(ClusterApiError):
     """403: RBAC denies the verb; the message says which permission is missing."""
 
+    @property
+    def quota_exceeded(self) -> bool:
+        return "exceeded quota" in self.api_message
+
     def describe(self) -> str:
-        return (
-            f"Kubernetes API 403 Forbidden on {self.verb} {self.target}: {self.api_message}. "
-            "The identity behind the Airflow connection lacks this permission; "
-            "see docs/rbac.md for the Role and ClusterRole the provider needs."
-        )
+        base = f"Kubernetes API 403 Forbidden on {self.verb} {self.target}: {self.api_message}"
+        if self.quota_exceeded:
+            return f"{base}. A ResourceQuota of the namespace refused it; creation is retried as pods finish."
+        return (f"{base}. The identity behind the Airflow connection lacks this permission; "
+                "see docs/rbac.md for the Role and ClusterRole the provider needs.")
 
 
 class Unauthorized(ClusterApiError):

@@ -41,6 +41,7 @@ class ChildEventStyle:
 @dataclass
 class ApplyResult:
     created: int = 0
+    attempted: int = 0
     create_errors: list[str] = field(default_factory=list)
     deleted: int = 0
     conflict: bool = False
@@ -83,9 +84,8 @@ class PlanExecutor:
         elif plan.status is not None or plan.record_annotations:
             status = dict(plan.status) if plan.status is not None else None
             if status is not None and plan.count_created_as_active:
-                attempted = len(plan.create_pods) if plan.create_limit is None else min(
-                    plan.create_limit, len(plan.create_pods))
-                bonus = attempted if self.compat_count_failed_creates else result.created
+                # R9: upstream also counts the creates that failed (in the batches it attempted).
+                bonus = result.attempted if self.compat_count_failed_creates else result.created
                 status["active"] = int(status.get("active", 0)) + bonus
             try:
                 result.record = await write_record(self.client, record, status, plan.record_annotations)
@@ -117,8 +117,8 @@ class PlanExecutor:
 
         await asyncio.gather(*(one(d) for d in deletes))
 
-    async def _create_one(self, kind: str, manifest: Mapping[str, Any]) -> tuple[bool, str]:
-        """(created or already ours, error text)."""
+    async def _create_one(self, kind: str, manifest: Mapping[str, Any]) -> tuple[bool, str, bool]:
+        """(created or already ours, error text, adopted rather than created)."""
         name = manifest["metadata"]["name"]
         try:
             created = await self.client.create(_path(kind, self.namespace), manifest)
@@ -126,14 +126,14 @@ class PlanExecutor:
             try:
                 existing = await self.client.get(_path(kind, self.namespace, name))
             except NotFound:
-                return False, f"{kind.lower()} {name} was being deleted; will retry"
+                return False, f"{kind.lower()} {name} was being deleted; will retry", False
             owners = (existing.get("metadata") or {}).get("ownerReferences") or []
             if any(o.get("uid") == self.record_uid for o in owners):
                 self._remember(kind, existing)
-                return True, ""
-            return False, f'{kind.lower()}s "{name}" already exists and is not owned by this job'
+                return True, "", True
+            return False, f'{kind.lower()}s "{name}" already exists and is not owned by this job', False
         self._remember(kind, created)
-        return True, ""
+        return True, "", False
 
     def _remember(self, kind: str, obj: JsonDict) -> None:
         informer = self.pods if kind == "Pod" else self.services
@@ -149,7 +149,7 @@ class PlanExecutor:
                 events.append(JobEvent("Warning", "FailedCreateService", f"Error creating: {outcome}"))
             elif not outcome[0]:
                 events.append(JobEvent("Warning", "FailedCreateService", f"Error creating: {outcome[1]}"))
-            elif outcome[0]:
+            elif not outcome[2]:
                 events.append(JobEvent("Normal", self.style.service_create_ok, f"Created service: {name}"))
 
     async def _create_pods(self, manifests: Sequence[Mapping[str, Any]], limit: int | None,
@@ -166,6 +166,7 @@ class PlanExecutor:
                 name = manifest["metadata"]["name"]
                 if isinstance(outcome, TransportError) and "Timeout" in str(outcome):
                     continue  # R8: a timed-out create is neither counted nor an error
+                result.attempted += 1
                 if isinstance(outcome, BaseException):
                     message = outcome.describe() if isinstance(outcome, ClusterApiError) else str(outcome)
                     result.create_errors.append(message)
@@ -174,10 +175,13 @@ class PlanExecutor:
                     failed = True
                 elif outcome[0]:
                     result.created += 1
-                    events.append(JobEvent("Normal", self.style.create_ok,
-                                           self.style.create_ok_message.format(name=name)))
+                    if not outcome[2]:  # an adopted pod was created earlier, and reported then
+                        events.append(JobEvent("Normal", self.style.create_ok,
+                                               self.style.create_ok_message.format(name=name)))
                 else:
                     result.create_errors.append(outcome[1])
+                    events.append(JobEvent("Warning", self.style.create_failed,
+                                           self.style.create_failed_message.format(error=outcome[1])))
                     failed = True
             if failed:
                 return

@@ -275,8 +275,17 @@ class _Pass:
         for node in rest[:diff]:
             # P12: a node that had a pod before (deleted by hand or by GC) is re-run as the next attempt.
             attempt = int((previous.get(node) or {}).get("attempt", 1)) + 1 if node in previous else 1
-            self.creates.append(build_pod(self.spec.name, self.record.namespace, self.spec.template,
-                                          self.record, node, self.options.assign_by_scheduler, attempt))
+            pod = build_pod(self.spec.name, self.record.namespace, self.spec.template,
+                            self.record, node, self.options.assign_by_scheduler, attempt)
+            self.creates.append(pod)
+            # Recorded at once, so a pod deleted before any pass saw it still counts as an attempt;
+            # the node's last finished result is kept beside the re-run (L12).
+            entry: dict[str, Any] = {"pod": pod["metadata"]["name"], "phase": "Pending", "restarts": 0,
+                                     "attempt": attempt}
+            last = self.status["nodes"].get(node) or previous.get(node) or {}
+            if last.get("phase") in ("Succeeded", "Failed"):
+                entry["previous"] = {k: v for k, v in last.items() if k != "previous"}
+            self.status["nodes"][node] = entry
         return diff
 
     def _complete(self, desired: Mapping[str, PodInfo | None]) -> bool:

@@ -66,3 +66,10 @@ def test_non_status_body_is_kept_as_the_message() -> None:
     err = e.error_from_response(502, b"<html>bad gateway</html>", verb="GET", target="/x")
     assert isinstance(err, e.ServerError)
     assert "bad gateway" in err.api_message
+
+
+def test_a_quota_refusal_is_not_blamed_on_rbac() -> None:
+    message = 'pods "p" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=3, limited: pods=3'
+    err = e.error_from_response(403, _status(403, "Forbidden", message), verb="POST", target="/api/v1/pods")
+    assert isinstance(err, e.Forbidden) and err.quota_exceeded
+    assert "ResourceQuota" in str(err) and "docs/rbac.md" not in str(err)

@@ -140,10 +140,11 @@ async def test_E1_E2_E3_events_for_created_failed_and_deleted_pods() -> None:
     assert len(failed) == 1 and failed[0].startswith("Error creating: Kubernetes API 422 Invalid")
 
 
-async def test_X6_already_exists_for_our_own_pod_counts_as_created() -> None:
+async def test_X6_already_exists_for_our_own_pod_counts_as_created_but_is_not_reported_again() -> None:
     api = FakeApi(fail={"p0": e.AlreadyExists(409, "AlreadyExists", "exists")}, existing={"p0": pod("p0")})
     result = await apply(api, status_plan([pod("p0")]))
     assert result.created == 1 and result.create_errors == []
+    assert [r for r, _ in api.events] == [], "the pod was reported when it was really created"
 
 
 async def test_X6_already_exists_for_a_foreign_pod_is_an_error() -> None:
@@ -153,6 +154,7 @@ async def test_X6_already_exists_for_a_foreign_pod_is_an_error() -> None:
     result = await apply(api, status_plan([pod("p0")]))
     assert result.created == 0
     assert result.create_errors == ['pods "p0" already exists and is not owned by this job']
+    assert api.events == [("FailedCreate", 'Error creating: pods "p0" already exists and is not owned by this job')]
 
 
 async def test_deleting_a_pod_that_is_already_gone_is_done() -> None:

@@ -208,7 +208,8 @@ def test_L12_node_result_outlives_its_succeeded_pod(mode: str) -> None:
     first = dict(cluster.status["nodes"]["node-00"])
     cluster.remove_pod("node-00")
     plan = cluster.step()
-    assert cluster.status["nodes"]["node-00"] == first
+    assert cluster.status["nodes"]["node-00"]["previous"] == first
+    assert cluster.status["nodes"]["node-00"]["attempt"] == 2
     assert created_nodes(plan) == ["node-00"]
 
 

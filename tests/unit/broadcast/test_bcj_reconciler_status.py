@@ -91,7 +91,8 @@ def test_S6_desired_counts_fitting_pods_terminating_misfits_and_fitting_empty_no
             make_pod("c", "Running", spec=spec)]
     plan = reconcile_broadcast_job(spec, make_record(started_status()), nodes, pods, NOW)
     assert plan.status is not None and plan.status["desired"] == 3
-    assert sorted(plan.status["nodes"]) == ["a", "b"]
+    assert sorted(plan.status["nodes"]) == ["a", "b", "d"]
+    assert plan.status["nodes"]["d"]["phase"] == "Pending", "the pod created this pass is listed at once"
     assert sorted(plan.status["ineligibleNodes"]) == ["c", "e"]
     assert [d.name for d in plan.deletes] == [pods[2].name]
 
@@ -160,5 +161,5 @@ def test_S11_a_node_keeps_its_terminal_result_after_its_pod_is_gone() -> None:
     cluster.remove_pod("node-00")     # PodGC or a user removes the succeeded pod
     plan = cluster.step()
     assert plan.status is not None
-    assert plan.status["nodes"]["node-00"]["phase"] == "Succeeded"
-    assert plan.status["nodes"]["node-00"]["pod"] == pod_name
+    assert plan.status["nodes"]["node-00"]["previous"]["phase"] == "Succeeded"
+    assert plan.status["nodes"]["node-00"]["previous"]["pod"] == pod_name
