@@ -92,12 +92,15 @@ def bench_bcj(nodes: int) -> dict[str, Any]:
 
 def bench_tfjob(workers: int, ps: int) -> dict[str, Any]:
     kubeconfig, core = _cluster()
+    label = uuid.uuid4().hex[:6]
+    _pool(kubeconfig, core, 10, label)
     namespace = _namespace(core, "bench-tf")
 
     def replica(count: int, annotations: dict[str, str], policy: str) -> dict[str, Any]:
         return {"replicas": count, "restartPolicy": policy, "template": {
             "metadata": {"annotations": annotations},
-            "spec": {"containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.15.0"}]}}}
+            "spec": {"nodeSelector": {"bench-pool": label},
+                     "containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.15.0"}]}}}
 
     done = {f"{SIM}/result": "Succeeded", f"{SIM}/after": "5s"}
     manifest = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "bench"},

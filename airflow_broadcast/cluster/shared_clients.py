@@ -7,6 +7,8 @@ one connection pool, one rate limiter) instead of building one per call.
 from __future__ import annotations
 
 import asyncio
+import gc
+import os
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -34,7 +36,26 @@ async def shared_client(key: str, make_api_client: ApiClientFactory, **options: 
         if client is None:
             client = KubeClient(await make_api_client(), **options)
             clients[key] = client
+            _freeze_startup_heap()
     return client
+
+
+_frozen = False
+
+
+def _freeze_startup_heap() -> None:
+    """Move the objects alive now (Airflow, imported modules) out of the garbage collector's view, once.
+
+    In a triggerer the heap holds millions of long-lived objects, and a full collection
+    triggered by reconcile traffic then stalls the event loop for 0.5-2 s (measured: see
+    docs/performance.md). gc.freeze() is O(1) and makes later full collections scan only
+    newer objects. Set AIRFLOW_BROADCAST_GC_FREEZE=false to keep the default behaviour.
+    """
+    global _frozen
+    if _frozen or os.environ.get("AIRFLOW_BROADCAST_GC_FREEZE", "true").lower() in ("false", "0", "no"):
+        return
+    _frozen = True
+    gc.freeze()
 
 
 def clients_on_this_loop() -> int:
