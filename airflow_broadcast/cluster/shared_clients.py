@@ -40,7 +40,7 @@ async def shared_client(key: str, make_api_client: ApiClientFactory, **options: 
     return client
 
 
-_frozen = False
+_frozen = False  # module state on purpose: the heap is per process
 
 
 def _freeze_startup_heap() -> None:
@@ -51,7 +51,7 @@ def _freeze_startup_heap() -> None:
     docs/performance.md). gc.freeze() is O(1) and makes later full collections scan only
     newer objects. Set AIRFLOW_BROADCAST_GC_FREEZE=false to keep the default behaviour.
     """
-    global _frozen
+    global _frozen  # noqa: PLW0603
     if _frozen or os.environ.get("AIRFLOW_BROADCAST_GC_FREEZE", "true").lower() in ("false", "0", "no"):
         return
     _frozen = True
