@@ -274,6 +274,9 @@ class ControlPlane:
             "--controllers=*,-node-ipam-controller,-node-route-controller,-service-lb-controller,"
             "-cloud-node-lifecycle-controller",
             "--kube-api-qps=500", "--kube-api-burst=1000", "--concurrent-gc-syncs=20",
+            # kwok renews node leases from one process; on a busy 2-core machine with a thousand nodes
+            # a renewal can come late, and the default 50 s grace would evict pods from healthy nodes.
+            "--node-monitor-grace-period=180s",
         ]
 
     def _scheduler_args(self, info: ClusterInfo) -> list[str]:
