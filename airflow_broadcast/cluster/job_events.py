@@ -43,6 +43,7 @@ class _SpamFilter:
         return allowed
 
 
+DELETED_JOB_REASON = "SuccessfulDeleteJob"
 _spam = _SpamFilter()
 # Per-child events are the ones a large job repeats thousands of times; job-level events always go out.
 PER_CHILD_REASONS = frozenset({
@@ -104,3 +105,17 @@ async def flush_events(timeout: float = 5.0) -> None:
     """Wait (bounded) for queued events, e.g. before a trigger returns its final event."""
     if _pending:
         await asyncio.wait(list(_pending), timeout=timeout)
+
+
+async def record_job_deleted(client: KubeClient, record: Mapping[str, Any]) -> None:
+    """`SuccessfulDeleteJob "Deleted job: <name>"` when a TFJob record is deleted for its TTL (upstream H2).
+
+    OpenKruise records no event for a BroadcastJob TTL deletion, so none is recorded for those.
+    """
+    labels = (record.get("metadata") or {}).get("labels") or {}
+    if labels.get("airflow-broadcast.io/kind") != "TFJob":
+        return
+    name = labels.get("airflow-broadcast.io/job-name", "")
+    recorder = EventRecorder(client, record)
+    await recorder.record([JobEvent("Normal", DELETED_JOB_REASON, f"Deleted job: {name}")])
+    await flush_events()

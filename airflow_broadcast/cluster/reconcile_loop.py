@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError, Forbidden, Unauthorized
 from airflow_broadcast.cluster.informers import Informer, shared_informer
-from airflow_broadcast.cluster.job_events import EventRecorder, flush_events
+from airflow_broadcast.cluster.job_events import DELETED_JOB_REASON, EventRecorder, flush_events
 from airflow_broadcast.cluster.job_records import (
     EXPIRES_AT,
     JOB_LABEL,
@@ -119,7 +119,8 @@ async def run_reconcile_loop(
             if plan.delete_job:
                 # TTL deletion belongs to the task that reads the result, or to the sweeper (which
                 # waits for the result to be read): a loop that starts late must not destroy it.
-                plan = replace(plan, delete_job=False)
+                plan = replace(plan, delete_job=False,
+                               events=tuple(e for e in plan.events if e.reason != DELETED_JOB_REASON))
             failure = _permanent_watch_error(records, watched)
             if failure is not None:
                 return LoopOutcome("error", raw, status, failure.describe())

@@ -61,3 +61,9 @@ def _freeze_startup_heap() -> None:
 def clients_on_this_loop() -> int:
     """How many clients the running loop holds (used by tests and benchmarks)."""
     return len(_clients.get(asyncio.get_running_loop(), {}))
+
+
+async def close_clients_on_this_loop() -> None:
+    """Close the running loop's clients (worker-side `asyncio.run` calls end with this)."""
+    for client in _clients.pop(asyncio.get_running_loop(), {}).values():
+        await client.close()

@@ -13,6 +13,7 @@ import time
 import weakref
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
+from airflow_broadcast.cluster.job_events import record_job_deleted
 from airflow_broadcast.cluster.job_records import (
     EXPIRES_AT,
     MANAGED_BY,
@@ -45,6 +46,7 @@ async def sweep_expired_records(client: KubeClient, namespace: str, now: float |
                 continue
             if await delete_record(client, namespace, meta["name"], meta.get("uid", "")):
                 deleted.append(meta["name"])
+                await record_job_deleted(client, item)
     if deleted:
         log.info("TTL cleanup deleted %d expired job record(s) in %s: %s", len(deleted), namespace,
                  ", ".join(deleted))

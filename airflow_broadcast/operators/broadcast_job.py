@@ -39,7 +39,7 @@ class BroadcastJobOperator(KubernetesJobOperator):
         for warning in broadcast_job_warnings(to_manifest(spec)):
             self.log.warning("%s", warning)
         return ParsedJob(spec.name, spec.namespace, to_manifest(spec),
-                         spec.completion_policy.active_deadline_seconds)
+                         spec.completion_policy.active_deadline_seconds, starts_suspended=spec.paused)
 
     def driver_options(self) -> dict[str, Any]:
         return bcj_driver_options(self.assign_pods_by_scheduler, self.kruise_compat)

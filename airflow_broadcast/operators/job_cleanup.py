@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 from airflow_broadcast.cluster.ttl_sweeper import sweep_expired_records
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook, connection_namespace
+from airflow_broadcast.operators.job_runtime import run_on_worker
 from airflow_broadcast.version_compat import BaseOperator
 
 
@@ -40,6 +40,6 @@ class JobCleanupOperator(BaseOperator):
                 deleted += [f"{namespace}/{name}" for name in await sweep_expired_records(client, namespace)]
             return deleted
 
-        deleted = asyncio.run(sweep())
+        deleted = run_on_worker(sweep)
         self.log.info("Deleted %d expired job record(s): %s", len(deleted), ", ".join(deleted) or "none")
         return deleted

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from airflow_broadcast.operators.job_runtime import (
     defer_timeout,
     execution_deadline,
     run_inline,
+    run_on_worker,
 )
 from airflow_broadcast.reconcilers.timestamps import from_rfc3339
 from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger
@@ -32,6 +32,7 @@ class ParsedJob:
     namespace: str
     manifest: Mapping[str, Any]
     active_deadline_seconds: int | None
+    starts_suspended: bool = False
 
 
 class KubernetesJobOperator(BaseOperator):
@@ -90,7 +91,7 @@ class KubernetesJobOperator(BaseOperator):
         job = self.parse(self.manifest, self.namespace, default_ns)  # InvalidSpecError: nothing is created
         ti = context["ti"]
         submitter = f"{ti.dag_id}/{ti.task_id}/{ti.run_id}/{getattr(ti, 'map_index', -1)}"
-        submission = asyncio.run(self._submit(job, submitter))
+        submission = run_on_worker(lambda: self._submit(job, submitter))
         self._target = JobTarget(self.kind, job.namespace, submission.name, submission.uid,
                                  self.kubernetes_conn_id, self.cluster_context, self.driver_options())
         ti.xcom_push(key="job", value={"kind": self.kind, "name": job.name, "namespace": job.namespace,
@@ -102,9 +103,12 @@ class KubernetesJobOperator(BaseOperator):
                     "record": submission.name, "phase": "submitted"}
         deadline = execution_deadline(context, self.execution_timeout)
         if self.deferrable:
-            started = from_rfc3339(read_status(submission.record).get("startTime")) or time.time()
+            status = read_status(submission.record)
             ads_deadline = None
-            if job.active_deadline_seconds is not None:
+            # The deadline counts from startTime, which a suspended or paused job does not have yet
+            # (and a resume resets): only a running job bounds the deferral by it.
+            if job.active_deadline_seconds is not None and not job.starts_suspended:
+                started = from_rfc3339(status.get("startTime")) or time.time()
                 ads_deadline = started + job.active_deadline_seconds
             timeout = defer_timeout([deadline, ads_deadline], self.resync_seconds)
             self.defer(trigger=self._trigger(deadline, context), method_name="execute_complete",
@@ -154,5 +158,5 @@ class KubernetesJobOperator(BaseOperator):
             client = await target.hook().kube_client()
             return await stop_active_children(client, target.namespace, target.record_name, target.uid)
 
-        self.log.info("on_kill: deleted %d active pod(s)", asyncio.run(stop()))
+        self.log.info("on_kill: deleted %d active pod(s)", run_on_worker(stop))
 

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.drivers import driver_for
 from airflow_broadcast.cluster.informers import stop_informers
 from airflow_broadcast.cluster.job_control import stop_active_children
+from airflow_broadcast.cluster.job_events import record_job_deleted
 from airflow_broadcast.cluster.job_records import (
     EXPIRES_AT,
     RESULT_READ,
@@ -27,11 +28,26 @@ from airflow_broadcast.cluster.job_records import (
 )
 from airflow_broadcast.cluster.pod_logs import log_tails
 from airflow_broadcast.cluster.reconcile_loop import run_reconcile_loop
+from airflow_broadcast.cluster.shared_clients import close_clients_on_this_loop
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
 from airflow_broadcast.reconcilers.timestamps import from_rfc3339, to_rfc3339
 from airflow_broadcast.triggers.progress import ProgressLog
 
 DEFER_MARGIN_SECONDS = 60.0
+T = TypeVar("T")
+
+
+def run_on_worker(body: Callable[[], Awaitable[T]]) -> T:
+    """Run async engine code from a (sync) task method, then release the loop's watches and client."""
+
+    async def main() -> T:
+        try:
+            return await body()
+        finally:
+            await stop_informers()
+            await close_clients_on_this_loop()
+
+    return asyncio.run(main())
 
 
 class JobFailedError(RuntimeError):
@@ -82,15 +98,12 @@ def run_inline(target: JobTarget, deadline: float | None, resync: float, log: An
     async def drive() -> tuple[str, str]:
         client = await target.hook().kube_client()
         driver = driver_for(target.kind, dict(target.options))
-        try:
-            outcome = await run_reconcile_loop(client, driver, target.namespace, target.record_name, target.uid,
-                                               deadline=deadline, resync=resync,
-                                               progress=ProgressLog(log, driver).update, single_pass=single_pass)
-        finally:
-            await stop_informers()
+        outcome = await run_reconcile_loop(client, driver, target.namespace, target.record_name, target.uid,
+                                           deadline=deadline, resync=resync,
+                                           progress=ProgressLog(log, driver).update, single_pass=single_pass)
         return outcome.reason, outcome.message
 
-    return asyncio.run(drive())
+    return run_on_worker(drive)
 
 
 def conclude(target: JobTarget, outcome: str, message: str, log: Any, *,
@@ -126,7 +139,7 @@ def conclude(target: JobTarget, outcome: str, message: str, log: Any, *,
         return summary
 
     try:
-        return asyncio.run(collect())
+        return run_on_worker(collect)
     except ClusterApiError as exc:
         raise JobFailedError(exc.describe()) from exc
 
@@ -141,7 +154,8 @@ async def _apply_ttl(client: Any, raw: Mapping[str, Any], manifest: Mapping[str,
     if ttl is None or completed is None:
         return
     if int(ttl) <= 0 or completed + int(ttl) <= time.time():
-        await delete_record(client, meta["namespace"], meta["name"], meta.get("uid", ""))
+        if await delete_record(client, meta["namespace"], meta["name"], meta.get("uid", "")):
+            await record_job_deleted(client, raw)
         log.info("ttlSecondsAfterFinished=%s: deleted job record %s and its pods", ttl, meta["name"])
         return
     annotations = {RESULT_READ: "true", EXPIRES_AT: to_rfc3339(completed + int(ttl))}

@@ -56,7 +56,8 @@ class TFJobOperator(KubernetesJobOperator):
         stored = copy.deepcopy(raw)  # stored as written: defaults are applied in memory only (A8)
         stored.setdefault("metadata", {})["namespace"] = spec.namespace
         stored.pop("status", None)
-        return ParsedJob(spec.name, spec.namespace, stored, spec.run_policy.active_deadline_seconds)
+        return ParsedJob(spec.name, spec.namespace, stored, spec.run_policy.active_deadline_seconds,
+                         starts_suspended=bool(spec.run_policy.suspend))
 
     def driver_options(self) -> dict[str, Any]:
         return tf_driver_options(self.cluster_domain, self.compat, self.tf_options)

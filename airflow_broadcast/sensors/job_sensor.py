@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, ClassVar
@@ -11,7 +10,7 @@ from airflow.sdk import PokeReturnValue
 
 from airflow_broadcast.cluster.job_records import get_record, record_name
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook, connection_namespace
-from airflow_broadcast.operators.job_runtime import JobFailedError, JobTarget, conclude, run_inline
+from airflow_broadcast.operators.job_runtime import JobFailedError, JobTarget, conclude, run_inline, run_on_worker
 from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger
 from airflow_broadcast.version_compat import BaseSensorOperator
 
@@ -56,7 +55,7 @@ class KubernetesJobSensor(BaseSensorOperator):
             hook = BroadcastKubernetesHook(self.kubernetes_conn_id, cluster_context=self.cluster_context)
             return await get_record(await hook.kube_client(), namespace, name)
 
-        record = asyncio.run(find())
+        record = run_on_worker(find)
         if record is None:
             raise JobFailedError(f"no {self.kind} named {self.job_name} in namespace {namespace} "
                                  f"(its record ConfigMap {name} does not exist)")
