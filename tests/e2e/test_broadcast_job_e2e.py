@@ -29,7 +29,7 @@ def run(env: AirflowEnv, dag: str, namespace: str, manifest: dict[str, Any], **c
     return env.dags_test(dag, conf={"namespace": namespace, "manifest": manifest, **conf})
 
 
-def test_success_reports_every_node(airflow_env: AirflowEnv, core_api: client.CoreV1Api, namespace: str,
+def test_C1_C2_S11_success_reports_every_node(airflow_env: AirflowEnv, core_api: client.CoreV1Api, namespace: str,
                                     pool: tuple[list[str], dict[str, str]]) -> None:
     nodes, selector = pool
     manifest = bcj_manifest("hello", selector, annotations={f"{SIM}/result": "Succeeded"},
@@ -49,7 +49,7 @@ def test_success_reports_every_node(airflow_env: AirflowEnv, core_api: client.Co
     assert {p.metadata.labels["broadcastjob-controller-uid"] for p in pods} == {summary["uid"]}
 
 
-def test_failfast_fails_the_task_naming_the_node(airflow_env: AirflowEnv, core_api: client.CoreV1Api,
+def test_F4_failfast_fails_the_task_naming_the_node(airflow_env: AirflowEnv, core_api: client.CoreV1Api,
                                                  namespace: str, pool: tuple[list[str], dict[str, str]]) -> None:
     nodes, selector = pool
     bad = sorted(nodes)[1]
@@ -66,7 +66,7 @@ def test_failfast_fails_the_task_naming_the_node(airflow_env: AirflowEnv, core_a
     assert status["nodes"][bad]["exitCode"] == 137
 
 
-def test_continue_succeeds_and_reports_the_failure(airflow_env: AirflowEnv, namespace: str,
+def test_F8_C6_continue_succeeds_and_reports_the_failure(airflow_env: AirflowEnv, namespace: str,
                                                    pool: tuple[list[str], dict[str, str]]) -> None:
     nodes, selector = pool
     bad = sorted(nodes)[0]
@@ -82,7 +82,7 @@ def test_continue_succeeds_and_reports_the_failure(airflow_env: AirflowEnv, name
     assert summary["conditions"][-1]["type"] == "Complete"
 
 
-def test_deadline_exceeded_deletes_active_pods_and_fails(airflow_env: AirflowEnv, core_api: client.CoreV1Api,
+def test_D3_D8_deadline_exceeded_deletes_active_pods_and_fails(airflow_env: AirflowEnv, core_api: client.CoreV1Api,
                                                         namespace: str,
                                                         pool: tuple[list[str], dict[str, str]]) -> None:
     _, selector = pool
@@ -98,7 +98,7 @@ def test_deadline_exceeded_deletes_active_pods_and_fails(airflow_env: AirflowEnv
     assert time.monotonic() - started >= 4
 
 
-def test_ttl_cleans_up_after_the_task_ended(airflow_env: AirflowEnv, core_api: client.CoreV1Api, namespace: str,
+def test_T1_T5_ttl_cleans_up_after_the_task_ended(airflow_env: AirflowEnv, core_api: client.CoreV1Api, namespace: str,
                                             pool: tuple[list[str], dict[str, str]]) -> None:
     _, selector = pool
     manifest = bcj_manifest("short-lived", selector, annotations={f"{SIM}/result": "Succeeded"},
@@ -120,7 +120,7 @@ def test_ttl_cleans_up_after_the_task_ended(airflow_env: AirflowEnv, core_api: c
     wait_until(lambda: not job_pods(core_api, namespace, "short-lived"), what="pods garbage-collected")
 
 
-def test_ttl_zero_deletes_at_completion(airflow_env: AirflowEnv, core_api: client.CoreV1Api, namespace: str,
+def test_T4_ttl_zero_deletes_at_completion(airflow_env: AirflowEnv, core_api: client.CoreV1Api, namespace: str,
                                         pool: tuple[list[str], dict[str, str]]) -> None:
     _, selector = pool
     manifest = bcj_manifest("gone-at-once", selector, annotations={f"{SIM}/result": "Succeeded"},
@@ -132,7 +132,7 @@ def test_ttl_zero_deletes_at_completion(airflow_env: AirflowEnv, core_api: clien
     assert record(core_api, namespace, "gone-at-once") is None
 
 
-def test_paused_job_waits_then_resumes(airflow_env: AirflowEnv, core_api: client.CoreV1Api, namespace: str,
+def test_Z2_Z4_paused_job_waits_then_resumes(airflow_env: AirflowEnv, core_api: client.CoreV1Api, namespace: str,
                                        pool: tuple[list[str], dict[str, str]]) -> None:
     _, selector = pool
     manifest = bcj_manifest("held", selector, annotations={f"{SIM}/result": "Succeeded"}, paused=True)
@@ -172,7 +172,7 @@ def test_operator_submits_and_sensor_drives_to_completion(airflow_env: AirflowEn
     assert result.xcoms["sense"]["uid"] == result.xcoms["submit"]["uid"]
 
 
-def test_retry_reattaches_to_the_same_job(airflow_env: AirflowEnv, namespace: str, tmp_path: Path,
+def test_X6_retry_reattaches_to_the_same_job(airflow_env: AirflowEnv, namespace: str, tmp_path: Path,
                                           pool: tuple[list[str], dict[str, str]]) -> None:
     _, selector = pool
     marker = tmp_path / "first-try-uid"
@@ -187,7 +187,7 @@ def test_retry_reattaches_to_the_same_job(airflow_env: AirflowEnv, namespace: st
     assert result.xcoms["bcj"]["succeeded"] == 3
 
 
-def test_bad_manifest_fails_before_anything_is_created(airflow_env: AirflowEnv, core_api: client.CoreV1Api,
+def test_V10_V20_bad_manifest_fails_before_anything_is_created(airflow_env: AirflowEnv, core_api: client.CoreV1Api,
                                                        namespace: str) -> None:
     manifest = bcj_manifest("bad.name", {"x": "y"}, restart_policy="Always",
                             completionPolicy={"type": "Never", "ttlSecondsAfterFinished": 5}, parallelism=-1)

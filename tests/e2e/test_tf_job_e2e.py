@@ -161,7 +161,7 @@ def record_events(core: client.CoreV1Api, namespace: str, name: str) -> list[tup
     return [(e.reason, e.message) for e in events]
 
 
-def test_success_via_chief(scenarios: Scenarios, core_api: client.CoreV1Api) -> None:
+def test_F4_success_via_chief(scenarios: Scenarios, core_api: client.CoreV1Api) -> None:
     ns, result = scenarios.namespaces["chief"], scenarios.result
     assert result.task_states["chief"] == "success", result.output[-4000:]
     summary = result.xcoms["chief"]
@@ -181,7 +181,7 @@ def test_success_via_chief(scenarios: Scenarios, core_api: client.CoreV1Api) -> 
     assert sorted(job_services(core_api, ns, "chiefly")) == sorted(phases(core_api, ns, "chiefly"))
 
 
-def test_success_via_worker_0_while_other_workers_run(scenarios: Scenarios, core_api: client.CoreV1Api) -> None:
+def test_F7_success_via_worker_0_while_other_workers_run(scenarios: Scenarios, core_api: client.CoreV1Api) -> None:
     ns, result = scenarios.namespaces["worker0"], scenarios.result
     assert not [e for e in scenarios.actor_errors if e.startswith("worker0")]
     assert result.task_states["worker0"] == "success", result.output[-4000:]
@@ -193,7 +193,7 @@ def test_success_via_worker_0_while_other_workers_run(scenarios: Scenarios, core
         "firstdone-worker-0": "Succeeded", "firstdone-worker-1": "Running", "firstdone-worker-2": "Running"}
 
 
-def test_all_workers_policy_waits_for_every_worker(scenarios: Scenarios, core_api: client.CoreV1Api) -> None:
+def test_F9_all_workers_policy_waits_for_every_worker(scenarios: Scenarios, core_api: client.CoreV1Api) -> None:
     ns, result = scenarios.namespaces["allworkers"], scenarios.result
     assert not [e for e in scenarios.actor_errors if e.startswith("allworkers")]
     halfway = scenarios.seen["allworkers_halfway"]
@@ -206,7 +206,8 @@ def test_all_workers_policy_waits_for_every_worker(scenarios: Scenarios, core_ap
     assert phases(core_api, ns, "everyone") == {"everyone-worker-0": "Succeeded", "everyone-worker-1": "Succeeded"}
 
 
-def test_oom_killed_worker_fails_the_task_naming_the_cause(scenarios: Scenarios, core_api: client.CoreV1Api) -> None:
+def test_F10_N10_oom_killed_worker_fails_the_task_naming_the_cause(scenarios: Scenarios,
+                                                                   core_api: client.CoreV1Api) -> None:
     ns, result = scenarios.namespaces["oom"], scenarios.result
     assert result.task_states["oom"] == "failed"
     assert "oom" not in result.xcoms
@@ -224,7 +225,7 @@ def test_oom_killed_worker_fails_the_task_naming_the_cause(scenarios: Scenarios,
     assert pods["oomjob-chief-0"].status.phase == "Running", "cleanPodPolicy None keeps the chief"
 
 
-def test_exitcode_restart_then_success(scenarios: Scenarios, core_api: client.CoreV1Api) -> None:
+def test_E7_exitcode_restart_then_success(scenarios: Scenarios, core_api: client.CoreV1Api) -> None:
     ns, result = scenarios.namespaces["comeback"], scenarios.result
     assert result.task_states["comeback"] == "success", result.output[-4000:]
     summary = result.xcoms["comeback"]
@@ -244,7 +245,7 @@ def test_exitcode_restart_then_success(scenarios: Scenarios, core_api: client.Co
         assert pod.metadata.creation_timestamp.strftime("%Y-%m-%dT%H:%M:%SZ") >= until
 
 
-def test_deadline_fails_the_task_and_cleans_up(scenarios: Scenarios, core_api: client.CoreV1Api) -> None:
+def test_I1_I3_deadline_fails_the_task_and_cleans_up(scenarios: Scenarios, core_api: client.CoreV1Api) -> None:
     ns, result = scenarios.namespaces["deadline"], scenarios.result
     assert result.task_states["deadline"] == "failed"
     assert "deadline" not in result.xcoms
@@ -257,7 +258,7 @@ def test_deadline_fails_the_task_and_cleans_up(scenarios: Scenarios, core_api: c
                timeout=60, what="children deleted (cleanPodPolicy All)")
 
 
-def test_submit_then_sensor_drives_to_completion(scenarios: Scenarios, core_api: client.CoreV1Api) -> None:
+def test_N5_submit_then_sensor_drives_to_completion(scenarios: Scenarios, core_api: client.CoreV1Api) -> None:
     ns, result = scenarios.namespaces["sensed"], scenarios.result
     assert (result.task_states["submit"], result.task_states["sense"]) == ("success", "success"), \
         result.output[-4000:]
@@ -269,7 +270,7 @@ def test_submit_then_sensor_drives_to_completion(scenarios: Scenarios, core_api:
     assert phases(core_api, ns, "sensed") == {"sensed-chief-0": "Succeeded", "sensed-worker-0": "Succeeded"}
 
 
-def test_retry_reattaches_to_the_same_job(scenarios: Scenarios, core_api: client.CoreV1Api) -> None:
+def test_M6_retry_reattaches_to_the_same_job(scenarios: Scenarios, core_api: client.CoreV1Api) -> None:
     ns, result = scenarios.namespaces["resilient"], scenarios.result
     assert result.task_states["resilient"] == "success", result.output[-4000:]
     assert result.try_numbers["resilient"] == 2
@@ -283,7 +284,7 @@ def test_retry_reattaches_to_the_same_job(scenarios: Scenarios, core_api: client
                                                  "resilient-worker-1": "Succeeded"}
 
 
-def test_bad_manifest_fails_before_anything_is_created(scenarios: Scenarios, core_api: client.CoreV1Api) -> None:
+def test_B14_bad_manifest_fails_before_anything_is_created(scenarios: Scenarios, core_api: client.CoreV1Api) -> None:
     ns, result = scenarios.namespaces["broken"], scenarios.result
     assert result.task_states["broken"] == "failed"
     for expected in (

@@ -44,7 +44,7 @@ def test_K1_created_suspended_creates_nothing(engine: Any, namespace: str, core_
     assert condition(status, "Created")["message"] == "TFJob held is created."
 
 
-def test_K2_K3_K4_K5_I4_suspend_then_resume(engine: Any, namespace: str, core_api: client.CoreV1Api) -> None:
+def test_K2_K3_K4_K5_I4_N11_suspend_then_resume(engine: Any, namespace: str, core_api: client.CoreV1Api) -> None:
     name = "pausable"
     manifest = tf_manifest(name, {"Chief": replica(1), "Worker": replica(2)},
                            run_policy={"activeDeadlineSeconds": 6, "cleanPodPolicy": "None"})

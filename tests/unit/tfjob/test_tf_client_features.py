@@ -103,3 +103,19 @@ async def test_N12_killing_the_task_stops_the_tfjob_pods(monkeypatch: pytest.Mon
     monkeypatch.setattr(JobReconcileTrigger, "_still_deferred", not_deferred)
     await JobReconcileTrigger(kind="TFJob", namespace="ns", record_name="tfjob-mnist", uid="u").on_kill()
     assert stopped == ["tfjob-mnist"]
+
+
+def test_N6_pods_are_selectable_by_job_role_type_and_index_evaluator_included() -> None:
+    from tf_builders import make_record, make_spec
+
+    from airflow_broadcast.reconcilers.tf_job_children import build_pod
+
+    spec = make_spec(replicas={"Chief": 1, "Worker": 2, "Evaluator": 1})
+    record = make_record(spec)
+    labels = {(t, i): build_pod(spec, record, t, i)["metadata"]["labels"]
+              for t, i in (("Chief", 0), ("Worker", 1), ("Evaluator", 0))}
+    prefix = "training.kubeflow.org/"
+    assert all(lbl[f"{prefix}job-name"] == "mnist" for lbl in labels.values())
+    assert labels[("Chief", 0)][f"{prefix}job-role"] == "master"
+    assert labels[("Evaluator", 0)][f"{prefix}replica-type"] == "evaluator"
+    assert labels[("Worker", 1)][f"{prefix}replica-index"] == "1"
