@@ -1,6 +1,6 @@
 """Conformance tables: checklist IDs → the tests that prove them, found by test name.
 
-`python -m devcluster.conformance --spec-dir ../shared/specs` regenerates
+`python -m devcluster.conformance --spec-dir <dir with broadcastjob.md and tfjob.md>` regenerates
 docs/conformance/*.md from the specs' numbered checklists and the test suite.
 `tests/unit/test_conformance_docs.py` checks that the committed tables still match
 the tests (no stale or missing references), without needing the specs.

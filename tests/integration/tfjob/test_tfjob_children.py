@@ -1,6 +1,6 @@
 """TFJob children on the real cluster: names, labels, ownership, headless Services with EndpointSlices, TF_CONFIG.
 
-Checklist groups C (child objects) and D (TF_CONFIG) of /work/shared/specs/tfjob.md §5.
+Checklist groups C (child objects) and D (TF_CONFIG) of the TFJob checklist (docs/conformance/tfjob.md).
 The provider's job object is the record ConfigMap, so children are owned by it (not by a TFJob).
 """
 
