@@ -19,6 +19,22 @@ from devcluster.fake_nodes import FakeNode, create_nodes, delete_nodes
 REPO = Path(__file__).resolve().parent.parent
 
 
+GENERAL_NODES = 6
+GENERAL_LABEL = "sim.airflow-broadcast.io/general-pool"
+
+
+def _ensure_general_nodes(info: ClusterInfo) -> None:
+    """A few schedulable nodes for pods that are not pinned (TFJob replicas); jobs that select nodes
+    (BroadcastJob tests use their own labelled pools) never select these."""
+    api = client.CoreV1Api(config.new_client_from_config(config_file=info.kubeconfig))
+    existing = {n.metadata.name for n in api.list_node(label_selector=f"{GENERAL_LABEL}=true").items}
+    wanted = [FakeNode(name=f"general-{i:02d}", labels={GENERAL_LABEL: "true"}) for i in range(GENERAL_NODES)]
+    missing = [n for n in wanted if n.name not in existing]
+    if missing:
+        create_nodes(info.kubeconfig, missing)
+    wait_nodes_schedulable(api, [n.name for n in wanted])
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[ClusterInfo]:
     """The local control plane: reuse ours if KUBECONFIG points at it and it runs, else start one.
@@ -28,22 +44,22 @@ def cluster() -> Iterator[ClusterInfo]:
     """
     kubeconfig = os.environ.get("KUBECONFIG", "")
     plane = ControlPlane.owns_kubeconfig(kubeconfig) if kubeconfig else None
-    if plane is not None:
+    info = plane.running() if plane is not None else None
+    if info is None:
+        plane = ControlPlane(Path(os.environ.get("AIRFLOW_BROADCAST_TEST_CLUSTER_DIR", REPO / ".devcluster")))
         info = plane.running()
-        if info is not None:
-            yield info
-            return
-    plane = ControlPlane(Path(os.environ.get("AIRFLOW_BROADCAST_TEST_CLUSTER_DIR", REPO / ".devcluster")))
-    running = plane.running()
-    if running is not None:
-        yield running
+    if info is not None:
+        _ensure_general_nodes(info)
+        yield info
         return
+    assert plane is not None
     try:
         info = plane.start()
     except ClusterStartError as exc:
         pytest.fail(f"the local Kubernetes control plane did not start: {exc}", pytrace=False)
     print(f"\nlocal control plane ready in {info.ready_seconds} s at {info.server}")
     try:
+        _ensure_general_nodes(info)
         yield info
     finally:
         plane.stop()
