@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from airflow.sdk import DAG
+from crash_once import CrashOnceAfterSubmit
 
 from airflow_broadcast.operators.broadcast_job import BroadcastJobOperator
 from airflow_broadcast.operators.job_cleanup import JobCleanupOperator
@@ -18,18 +18,10 @@ MANIFEST = "{{ dag_run.conf['manifest'] }}"
 NAMESPACE = "{{ dag_run.conf['namespace'] }}"
 
 
-class CrashOnceBroadcastJobOperator(BroadcastJobOperator):
+class CrashOnceBroadcastJobOperator(CrashOnceAfterSubmit, BroadcastJobOperator):
     """Simulates a worker dying right after the first try submitted the job."""
 
     template_fields = (*BroadcastJobOperator.template_fields, "crash_marker")
-
-    async def _submit(self, job: Any, submitter: str) -> Any:
-        submission = await super()._submit(job, submitter)
-        marker = Path(self.crash_marker)
-        if not marker.exists():
-            marker.write_text(submission.uid)
-            raise RuntimeError("simulated worker crash after submission")
-        return submission
 
     def __init__(self, *, crash_marker: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)

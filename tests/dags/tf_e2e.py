@@ -12,10 +12,10 @@ import copy
 import math
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from airflow.sdk import DAG
+from crash_once import CrashOnceAfterSubmit
 
 from airflow_broadcast.operators.tf_job import TFJobOperator
 from airflow_broadcast.sensors.tf_job import TFJobSensor
@@ -54,18 +54,10 @@ class FailUntilTFJobOperator(TFJobOperator):
         return super().execute(context)
 
 
-class CrashOnceTFJobOperator(TFJobOperator):
+class CrashOnceTFJobOperator(CrashOnceAfterSubmit, TFJobOperator):
     """Simulates a worker dying right after the first try submitted the job."""
 
     template_fields = (*TFJobOperator.template_fields, "crash_marker")
-
-    async def _submit(self, job: Any, submitter: str) -> Any:
-        submission = await super()._submit(job, submitter)
-        marker = Path(self.crash_marker)
-        if not marker.exists():
-            marker.write_text(submission.uid)
-            raise RuntimeError("simulated worker crash after submission")
-        return submission
 
     def __init__(self, *, crash_marker: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
