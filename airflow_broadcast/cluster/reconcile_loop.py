@@ -22,6 +22,7 @@ from airflow_broadcast.cluster.job_records import (
     JOB_LABEL,
     MANAGED_BY,
     MANAGED_BY_LABEL,
+    get_record,
     read_manifest,
     read_status,
     records_path,
@@ -100,6 +101,7 @@ async def run_reconcile_loop(
         informer.subscribe(key, wake)
     executor = PlanExecutor(client, namespace, uid, pods=watched.children, services=watched.services,
                             style=driver.style, compat_count_failed_creates=driver.compat_count_failed_creates)
+    conflicts = 0
     try:
         while True:
             raw = records.values.get(record_name)
@@ -126,7 +128,9 @@ async def run_reconcile_loop(
                 return LoopOutcome("error", raw, status, failure.describe())
             applied = await executor.apply(plan, raw, EventRecorder(client, raw))
             if applied.conflict:
-                await _wait(wake, 1.0)  # the record watch brings the newer version
+                conflicts += 1
+                if not await _refresh_record(client, records, namespace, record_name, conflicts):
+                    await _wait(wake, 1.0)
                 continue
             if applied.record is not None:
                 records.upsert(applied.record, notify=False)
@@ -158,6 +162,27 @@ async def run_reconcile_loop(
             informer.unsubscribe(key, wake)
         if job_name:
             records.unsubscribe(job_name, wake)
+
+
+async def _refresh_record(client: KubeClient, records: Informer[JsonDict], namespace: str, record_name: str,
+                          attempt: int) -> bool:
+    """M5: a status write lost to another writer (409): GET the record now instead of trusting the cache.
+
+    The next pass recomputes from the fresh version, so the other writer's changes are kept
+    and nothing depends on how far behind the watch is. False when the GET itself failed.
+    """
+    log.info("job record %s/%s changed under us (409 on the status write, attempt %d); re-reading it",
+             namespace, record_name, attempt)
+    try:
+        fresh = await get_record(client, namespace, record_name)
+    except ClusterApiError as exc:
+        log.warning("could not re-read job record %s/%s: %s", namespace, record_name, exc.describe())
+        return False
+    if fresh is None:
+        records.remove(record_name)
+    else:
+        records.upsert(fresh, notify=False)
+    return True
 
 
 def _permanent_watch_error(*informers: Any) -> ClusterApiError | None:
