@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from airflow_broadcast.cluster import job_metrics
 from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.reconcilers.plan import JobEvent
@@ -108,12 +109,15 @@ async def flush_events(timeout: float = 5.0) -> None:
 
 
 async def record_job_deleted(client: KubeClient, record: Mapping[str, Any]) -> None:
-    """`SuccessfulDeleteJob "Deleted job: <name>"` when a TFJob record is deleted for its TTL (upstream H2).
+    """`SuccessfulDeleteJob "Deleted job: <name>"` when a TFJob record is deleted (upstream H2), and the metric.
 
     OpenKruise records no event for a BroadcastJob TTL deletion, so none is recorded for those.
     """
-    labels = (record.get("metadata") or {}).get("labels") or {}
-    if labels.get("airflow-broadcast.io/kind") != "TFJob":
+    meta = record.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    kind = str(labels.get("airflow-broadcast.io/kind", ""))
+    job_metrics.count(job_metrics.JOBS_DELETED, kind, str(meta.get("namespace", "")))
+    if kind != "TFJob":
         return
     name = labels.get("airflow-broadcast.io/job-name", "")
     recorder = EventRecorder(client, record)

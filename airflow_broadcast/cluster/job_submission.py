@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_broadcast.cluster import job_metrics
 from airflow_broadcast.cluster.api_errors import AlreadyExists
 from airflow_broadcast.cluster.job_records import (
     SUBMITTED_BY,
@@ -63,7 +64,9 @@ async def submit_job(client: KubeClient, kind: str, job_name: str, namespace: st
         record = new_record(kind, job_name, namespace, manifest, {},
                             {SUBMITTED_BY: submitter, **(annotations or {})})
         try:
-            return Submission(await create_record(client, record), reattached=False)
+            created = await create_record(client, record)
         except AlreadyExists:
             continue  # a duplicate submission raced us; look again
+        job_metrics.count(job_metrics.JOBS_CREATED, kind, namespace)
+        return Submission(created, reattached=False)
     raise JobConflictError(f"could not create the record {namespace}/{name}: it keeps being recreated")

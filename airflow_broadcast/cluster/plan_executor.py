@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_broadcast.cluster import job_metrics
 from airflow_broadcast.cluster.api_errors import AlreadyExists, ClusterApiError, Conflict, NotFound, TransportError
 from airflow_broadcast.cluster.informers import Informer
 from airflow_broadcast.cluster.job_events import EventRecorder
@@ -60,8 +61,10 @@ class PlanExecutor:
 
     def __init__(self, client: KubeClient, namespace: str, record_uid: str, *,
                  pods: Informer[Any] | None = None, services: Informer[Any] | None = None,
-                 style: ChildEventStyle | None = None, compat_count_failed_creates: bool = False) -> None:
+                 style: ChildEventStyle | None = None, compat_count_failed_creates: bool = False,
+                 kind: str = "") -> None:
         self.client = client
+        self.kind = kind
         self.namespace = namespace
         self.record_uid = record_uid
         self.pods = pods
@@ -91,6 +94,8 @@ class PlanExecutor:
                 result.record = await write_record(self.client, record, status, plan.record_annotations)
             except Conflict:
                 result.conflict = True
+        if not result.conflict:  # a conflicting pass is recomputed, and its transitions counted then
+            job_metrics.count_job_events(self.kind, self.namespace, plan.events)
         if not self.style.per_child_events:  # the kind's plan already carries its success events
             child_events = [e for e in child_events if e.type == "Warning"]
         await events.record([*child_events, *plan.events])
@@ -109,6 +114,7 @@ class PlanExecutor:
                     return  # gone already, or a newer object now has the name
                 result.deleted += 1
                 if child.kind == "Pod":
+                    job_metrics.count(job_metrics.DELETED_PODS, self.kind, self.namespace)
                     events.append(JobEvent("Normal", self.style.delete_ok,
                                            self.style.delete_ok_message.format(name=child.name)))
                 else:
@@ -145,11 +151,12 @@ class PlanExecutor:
                                        return_exceptions=True)
         for manifest, outcome in zip(manifests, results, strict=True):
             name = manifest["metadata"]["name"]
-            if isinstance(outcome, BaseException):
-                events.append(JobEvent("Warning", "FailedCreateService", f"Error creating: {outcome}"))
-            elif not outcome[0]:
-                events.append(JobEvent("Warning", "FailedCreateService", f"Error creating: {outcome[1]}"))
+            if isinstance(outcome, BaseException) or not outcome[0]:
+                error = outcome if isinstance(outcome, BaseException) else outcome[1]
+                events.append(JobEvent("Warning", "FailedCreateService", f"Error creating: {error}"))
+                job_metrics.count(job_metrics.SERVICE_FAILED, self.kind, self.namespace)
             elif not outcome[2]:
+                job_metrics.count(job_metrics.SERVICE_CREATED, self.kind, self.namespace)
                 events.append(JobEvent("Normal", self.style.service_create_ok, f"Created service: {name}"))
 
     async def _create_pods(self, manifests: Sequence[Mapping[str, Any]], limit: int | None,
@@ -176,6 +183,7 @@ class PlanExecutor:
                 elif outcome[0]:
                     result.created += 1
                     if not outcome[2]:  # an adopted pod was created earlier, and reported then
+                        job_metrics.count(job_metrics.CREATED_PODS, self.kind, self.namespace)
                         events.append(JobEvent("Normal", self.style.create_ok,
                                                self.style.create_ok_message.format(name=name)))
                 else:

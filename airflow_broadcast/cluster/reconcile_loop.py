@@ -100,7 +100,8 @@ async def run_reconcile_loop(
     for informer, key in subscriptions:
         informer.subscribe(key, wake)
     executor = PlanExecutor(client, namespace, uid, pods=watched.children, services=watched.services,
-                            style=driver.style, compat_count_failed_creates=driver.compat_count_failed_creates)
+                            style=driver.style, compat_count_failed_creates=driver.compat_count_failed_creates,
+                            kind=driver.kind)
     conflicts = 0
     try:
         while True:

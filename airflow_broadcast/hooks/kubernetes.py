@@ -9,9 +9,12 @@ from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHo
 
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.shared_clients import shared_client
+from airflow_broadcast.hooks.metrics import install_airflow_metrics
 
 DEFAULT_NAMESPACE = "default"
 EXEC_TOKEN_REFRESH_SECONDS = 60.0
+
+install_airflow_metrics()
 
 
 def _truthy(value: Any) -> bool:

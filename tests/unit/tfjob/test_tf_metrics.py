@@ -1,0 +1,90 @@
+"""M8: counters reach Airflow's Stats with upstream's names and labels; conflicts and broken sinks are safe."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from airflow_broadcast.cluster import api_errors as e
+from airflow_broadcast.cluster import job_metrics
+from airflow_broadcast.cluster.job_events import EventRecorder
+from airflow_broadcast.cluster.plan_executor import PlanExecutor
+from airflow_broadcast.hooks import metrics as airflow_metrics
+from airflow_broadcast.reconcilers.plan import JobEvent, Plan
+
+RECORD = {"metadata": {"name": "tfjob-x", "namespace": "ns", "uid": "u", "resourceVersion": "1"}, "data": {}}
+SUCCEEDED = JobEvent("Normal", "TFJobSucceeded", "TFJob ns/x successfully completed.")
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int, dict[str, str]]] = []
+
+    def __call__(self, metric: str, amount: int, tags: Mapping[str, str]) -> None:
+        self.calls.append((metric, amount, dict(tags)))
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    sink = Recorder()
+    job_metrics.add_sink(sink)
+    yield sink
+    job_metrics.remove_sink(sink)
+
+
+def test_M8_counters_go_to_airflow_stats_named_and_tagged_like_upstream(monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[tuple[str, int, dict[str, str]]] = []
+
+    class FakeStats:
+        @staticmethod
+        def incr(stat: str, count: int = 1, rate: float = 1, *, tags: dict[str, str] | None = None) -> None:
+            sent.append((stat, count, dict(tags or {})))
+
+    monkeypatch.setattr(airflow_metrics, "_configured_stats", lambda: FakeStats)
+    airflow_metrics.install_airflow_metrics()
+    airflow_metrics.install_airflow_metrics()  # importing twice must not double-count
+    job_metrics.count(job_metrics.JOBS_SUCCESSFUL, "TFJob", "ml")
+    job_metrics.count(job_metrics.CREATED_PODS, "BroadcastJob", "ops", 3)
+    job_metrics.count(job_metrics.DELETED_PODS, "TFJob", "ml", 0)
+
+    assert sent == [
+        ("airflow_broadcast.tensorflow.jobs_successful", 1, {"job_namespace": "ml", "framework": "tensorflow"}),
+        ("airflow_broadcast.broadcastjob.created_pods", 3, {"job_namespace": "ops", "framework": "broadcastjob"}),
+    ]
+
+
+def test_M8_a_failing_sink_never_fails_the_job(recorder: Recorder) -> None:
+    def broken(metric: str, amount: int, tags: Mapping[str, str]) -> None:
+        raise OSError("statsd is down")
+
+    job_metrics.add_sink(broken)
+    try:
+        job_metrics.count(job_metrics.JOBS_FAILED, "TFJob", "ml")
+    finally:
+        job_metrics.remove_sink(broken)
+    assert [c[0] for c in recorder.calls] == [job_metrics.JOBS_FAILED], "later sinks still get the counter"
+
+
+class Api:
+    def __init__(self, conflict: bool) -> None:
+        self.conflict = conflict
+
+    async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if self.conflict:
+            raise e.Conflict(409, "Conflict", "the object has been modified")
+        return body
+
+    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return body
+
+
+@pytest.mark.parametrize(("conflict", "expected"), [(False, [job_metrics.JOBS_SUCCESSFUL]), (True, [])])
+async def test_M8_a_transition_counts_only_when_its_status_write_lands(recorder: Recorder, conflict: bool,
+                                                                       expected: list[str]) -> None:
+    executor = PlanExecutor(Api(conflict), "ns", "u", kind="TFJob")  # type: ignore[arg-type]
+    plan = Plan(status={"conditions": []}, events=(SUCCEEDED, JobEvent("Normal", "ExitedWithCode", "...")))
+    result = await executor.apply(plan, RECORD, EventRecorder(Api(False), RECORD))  # type: ignore[arg-type]
+    assert result.conflict is conflict
+    assert [c[0] for c in recorder.calls] == expected
