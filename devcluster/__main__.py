@@ -32,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
         except ClusterStartError as exc:
             print(f"cluster failed to start: {exc}", file=sys.stderr)
             return 1
+        from devcluster.crds import install_crds
+
+        install_crds(info.kubeconfig)
         if args.nodes:
             from kubernetes import client, config
 

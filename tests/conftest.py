@@ -14,6 +14,7 @@ from support.waits import wait_nodes_schedulable
 
 from devcluster.airflow_env import AirflowEnv
 from devcluster.control_plane import ClusterInfo, ClusterStartError, ControlPlane
+from devcluster.crds import install_crds
 from devcluster.fake_nodes import FakeNode, create_nodes, delete_nodes
 
 REPO = Path(__file__).resolve().parent.parent
@@ -23,11 +24,12 @@ GENERAL_NODES = 6
 GENERAL_LABEL = "sim.airflow-broadcast.io/general-pool"
 
 
-def _ensure_general_nodes(info: ClusterInfo) -> None:
-    """A few schedulable nodes for pods that are not pinned (TFJob replicas); jobs that select nodes
-    (BroadcastJob tests use their own labelled pools) never select these."""
+def _prepare_cluster(info: ClusterInfo) -> None:
+    """The test CRDs, and a few schedulable nodes for pods that are not pinned (TFJob replicas); jobs that
+    select nodes (BroadcastJob tests use their own labelled pools) never select these."""
     api = client.CoreV1Api(config.new_client_from_config(config_file=info.kubeconfig))
     existing = {n.metadata.name for n in api.list_node(label_selector=f"{GENERAL_LABEL}=true").items}
+    install_crds(info.kubeconfig)
     wanted = [FakeNode(name=f"general-{i:02d}", labels={GENERAL_LABEL: "true"}) for i in range(GENERAL_NODES)]
     missing = [n for n in wanted if n.name not in existing]
     if missing:
@@ -49,7 +51,7 @@ def cluster() -> Iterator[ClusterInfo]:
         plane = ControlPlane(Path(os.environ.get("AIRFLOW_BROADCAST_TEST_CLUSTER_DIR", REPO / ".devcluster")))
         info = plane.running()
     if info is not None:
-        _ensure_general_nodes(info)
+        _prepare_cluster(info)
         yield info
         return
     assert plane is not None
@@ -59,7 +61,7 @@ def cluster() -> Iterator[ClusterInfo]:
         pytest.fail(f"the local Kubernetes control plane did not start: {exc}", pytrace=False)
     print(f"\nlocal control plane ready in {info.ready_seconds} s at {info.server}")
     try:
-        _ensure_general_nodes(info)
+        _prepare_cluster(info)
         yield info
     finally:
         plane.stop()

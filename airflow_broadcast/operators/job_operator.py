@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from airflow_broadcast.cluster.job_records import read_status
 from airflow_broadcast.cluster.job_submission import submit_job
+from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.hooks.kubernetes import connection_namespace
 from airflow_broadcast.operators.job_runtime import (
     JobTarget,
@@ -85,6 +86,10 @@ class KubernetesJobOperator(BaseOperator):
     def is_finished(self, status: Mapping[str, Any]) -> bool:
         raise NotImplementedError
 
+    async def before_submit(self, client: KubeClient, job: ParsedJob) -> list[str]:
+        """Checks against the cluster before the record is created: warnings to log; an error creates nothing."""
+        return []
+
     # ---- flow --------------------------------------------------------------------------
     def execute(self, context: Any) -> Any:
         default_ns = connection_namespace(self.kubernetes_conn_id) if self.namespace is None else self.namespace
@@ -121,6 +126,8 @@ class KubernetesJobOperator(BaseOperator):
 
         hook = BroadcastKubernetesHook(self.kubernetes_conn_id, cluster_context=self.cluster_context)
         client = await hook.kube_client()
+        for warning in await self.before_submit(client, job):
+            self.log.warning("%s", warning)
         return await submit_job(client, self.kind, job.name, job.namespace, job.manifest, submitter=submitter,
                                 reattach=self.reattach, is_finished=self.is_finished)
 

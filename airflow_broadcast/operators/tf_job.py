@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from airflow_broadcast.cluster.kube_client import KubeClient
+from airflow_broadcast.cluster.kueue import QUEUE_LABEL, check_local_queue
 from airflow_broadcast.operators.job_operator import KubernetesJobOperator, ParsedJob
+from airflow_broadcast.specs.field_errors import InvalidSpecError, invalid
+from airflow_broadcast.specs.k8s_name_rules import is_valid_label_value
 from airflow_broadcast.specs.manifest_text import parse_manifest
 from airflow_broadcast.specs.tf_job_spec import parse_tf_job
 
@@ -26,6 +30,19 @@ def tf_driver_options(cluster_domain: str, compat: bool, extra: Mapping[str, Any
     }
 
 
+def with_queue_label(manifest: Mapping[str, Any], queue_name: str) -> dict[str, Any]:
+    """The manifest plus the Kueue queue label, as the Kubeflow SDK's `queue_name` adds it."""
+    problems = is_valid_label_value(queue_name)
+    if not queue_name or problems:
+        reason = "; ".join(problems) or "must not be empty"
+        name = str((manifest.get("metadata") or {}).get("name") or "")
+        raise InvalidSpecError("TFJob", name, [invalid("queue_name", queue_name, reason)])
+    labelled = copy.deepcopy(dict(manifest))
+    metadata = labelled.setdefault("metadata", {})
+    metadata["labels"] = {**(metadata.get("labels") or {}), QUEUE_LABEL: queue_name}
+    return labelled
+
+
 class TFJobOperator(KubernetesJobOperator):
     """Distributed TensorFlow: PS/Worker/Chief/Master/Evaluator pods, one headless Service each, TF_CONFIG.
 
@@ -39,19 +56,25 @@ class TFJobOperator(KubernetesJobOperator):
         (re-create succeeded replicas, ExitCode restarts ignore backoffLimit, Failed after Succeeded).
     :param tf_options: further engine switches: `exclude_evaluator_from_cluster`, `sparse_ps_empty_list`,
         `compat_cleanup_ignores_policy_on_failure` (training-operator <= 1.9.3 deleted all pods on failure).
+    :param queue_name: a Kueue LocalQueue: sets the `kueue.x-k8s.io/queue-name` label on the job, after
+        checking that the queue exists (a missing queue or no permission to look only warns). (templated)
     """
 
     kind = "TFJob"
+    template_fields: Sequence[str] = (*KubernetesJobOperator.template_fields, "queue_name")
 
     def __init__(self, *, cluster_domain: str = "", compat: bool = False,
-                 tf_options: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+                 tf_options: Mapping[str, Any] | None = None, queue_name: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.cluster_domain = cluster_domain
         self.compat = compat
         self.tf_options = dict(tf_options or {})
+        self.queue_name = queue_name
 
     def parse(self, manifest: Mapping[str, Any] | str, namespace: str | None, default_namespace: str) -> ParsedJob:
         raw = parse_manifest(manifest, what="TFJob manifest")
+        if self.queue_name:
+            raw = with_queue_label(raw, self.queue_name)
         spec = parse_tf_job(raw, namespace=namespace, default_namespace=default_namespace)
         stored = copy.deepcopy(raw)  # stored as written: defaults are applied in memory only (A8)
         stored.setdefault("metadata", {})["namespace"] = spec.namespace
@@ -61,6 +84,12 @@ class TFJobOperator(KubernetesJobOperator):
 
     def driver_options(self) -> dict[str, Any]:
         return tf_driver_options(self.cluster_domain, self.compat, self.tf_options)
+
+    async def before_submit(self, client: KubeClient, job: ParsedJob) -> list[str]:
+        if not self.queue_name:
+            return []
+        warning = await check_local_queue(client, job.namespace, self.queue_name)
+        return [warning] if warning else []
 
     def is_finished(self, status: Mapping[str, Any]) -> bool:
         return any(c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True"
