@@ -30,10 +30,8 @@ DELETED_POD_GROUPS = "deleted_pod_groups"
 FRAMEWORK = {"TFJob": "tensorflow", "BroadcastJob": "broadcastjob"}
 
 # Job-level transitions per kind, counted from the events of a pass whose record write succeeded.
-_POD_GROUPS = {"SuccessfulCreatePodGroup": CREATED_POD_GROUPS, "SuccessfulDeletePodGroup": DELETED_POD_GROUPS}
 JOB_EVENT_METRICS: dict[str, dict[str, str]] = {
-    "TFJob": {"TFJobSucceeded": JOBS_SUCCESSFUL, "TFJobFailed": JOBS_FAILED, "TFJobRestarting": JOBS_RESTARTED,
-              **_POD_GROUPS},
+    "TFJob": {"TFJobSucceeded": JOBS_SUCCESSFUL, "TFJobFailed": JOBS_FAILED, "TFJobRestarting": JOBS_RESTARTED},
     "BroadcastJob": {"JobComplete": JOBS_SUCCESSFUL, "failed pod is found": JOBS_FAILED,
                      "DeadlineExceeded": JOBS_FAILED},
 }

@@ -9,6 +9,7 @@ from airflow_broadcast.reconcilers.observed import (
     ContainerExit,
     JobRecord,
     NodeInfo,
+    PodGroupInfo,
     PodInfo,
     ServiceInfo,
     assigned_node,
@@ -16,6 +17,7 @@ from airflow_broadcast.reconcilers.observed import (
 from airflow_broadcast.reconcilers.timestamps import from_rfc3339
 
 JsonDict = dict[str, Any]
+PRIORITY_CLASSES_PATH = "/apis/scheduling.k8s.io/v1/priorityclasses"
 
 
 def _controller(meta: Mapping[str, Any]) -> tuple[str, str]:
@@ -77,6 +79,19 @@ def service_info(svc: Mapping[str, Any]) -> ServiceInfo:
     return ServiceInfo(name=str(meta.get("name", "")), uid=str(meta.get("uid", "")),
                        labels=dict(meta.get("labels") or {}), owner_uid=owner_uid,
                        deleting=bool(meta.get("deletionTimestamp")))
+
+
+def pod_group_info(group: Mapping[str, Any]) -> PodGroupInfo:
+    meta = group.get("metadata") or {}
+    owner_uid, _ = _controller(meta)
+    return PodGroupInfo(name=str(meta.get("name", "")), uid=str(meta.get("uid", "")), owner_uid=owner_uid,
+                        phase=str((group.get("status") or {}).get("phase") or ""),
+                        deleting=bool(meta.get("deletionTimestamp")))
+
+
+def priority_value(priority_class: Mapping[str, Any]) -> tuple[str, int]:
+    """(name, value) of a PriorityClass, for PodGroup minResources ordering."""
+    return str((priority_class.get("metadata") or {}).get("name", "")), int(priority_class.get("value") or 0)
 
 
 def node_info(node: Mapping[str, Any]) -> NodeInfo:

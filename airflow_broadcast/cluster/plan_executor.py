@@ -50,9 +50,12 @@ class ApplyResult:
     record_deleted: bool = False
 
 
-def _path(kind: str, namespace: str, name: str = "") -> str:
-    plural = {"Pod": "pods", "Service": "services"}[kind]
-    base = f"/api/v1/namespaces/{namespace}/{plural}"
+_PLURALS = {"Pod": "pods", "Service": "services", "PodGroup": "podgroups"}
+
+
+def _path(kind: str, namespace: str, name: str = "", api_version: str = "v1") -> str:
+    group = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    base = f"{group}/namespaces/{namespace}/{_PLURALS[kind]}"
     return f"{base}/{name}" if name else base
 
 
@@ -62,9 +65,10 @@ class PlanExecutor:
     def __init__(self, client: KubeClient, namespace: str, record_uid: str, *,
                  pods: Informer[Any] | None = None, services: Informer[Any] | None = None,
                  style: ChildEventStyle | None = None, compat_count_failed_creates: bool = False,
-                 kind: str = "") -> None:
+                 kind: str = "", others: Informer[Any] | None = None) -> None:
         self.client = client
         self.kind = kind
+        self.others = others
         self.namespace = namespace
         self.record_uid = record_uid
         self.pods = pods
@@ -77,6 +81,8 @@ class PlanExecutor:
         child_events: list[JobEvent] = []
         if plan.deletes:
             await self._delete_all(plan.deletes, result, child_events)
+        if plan.create_objects:
+            await self._create_objects(plan.create_objects, child_events)
         if plan.create_services:
             await self._create_services(plan.create_services, child_events)
         if plan.create_pods:
@@ -108,29 +114,37 @@ class PlanExecutor:
         async def one(child: DeleteChild) -> None:
             async with gate:
                 try:
-                    await self.client.delete(_path(child.kind, self.namespace, child.name),
+                    await self.client.delete(_path(child.kind, self.namespace, child.name, child.api_version),
                                              propagation=None, preconditions_uid=child.uid or None)
                 except (NotFound, Conflict):
                     return  # gone already, or a newer object now has the name
+                except ClusterApiError as exc:
+                    if child.kind != "PodGroup":
+                        raise
+                    events.append(JobEvent("Warning", "FailedDeletePodGroup", f"Error deleting: {exc.describe()}"))
+                    return
                 result.deleted += 1
                 if child.kind == "Pod":
                     job_metrics.count(job_metrics.DELETED_PODS, self.kind, self.namespace)
                     events.append(JobEvent("Normal", self.style.delete_ok,
                                            self.style.delete_ok_message.format(name=child.name)))
-                else:
+                elif child.kind == "Service":
                     events.append(JobEvent("Normal", self.style.service_delete_ok,
                                            f"Deleted service: {child.name}"))
+                else:
+                    job_metrics.count(job_metrics.DELETED_POD_GROUPS, self.kind, self.namespace)
 
         await asyncio.gather(*(one(d) for d in deletes))
 
     async def _create_one(self, kind: str, manifest: Mapping[str, Any]) -> tuple[bool, str, bool]:
         """(created or already ours, error text, adopted rather than created)."""
         name = manifest["metadata"]["name"]
+        api_version = str(manifest.get("apiVersion") or "v1")
         try:
-            created = await self.client.create(_path(kind, self.namespace), manifest)
+            created = await self.client.create(_path(kind, self.namespace, api_version=api_version), manifest)
         except AlreadyExists:
             try:
-                existing = await self.client.get(_path(kind, self.namespace, name))
+                existing = await self.client.get(_path(kind, self.namespace, name, api_version))
             except NotFound:
                 return False, f"{kind.lower()} {name} was being deleted; will retry", False
             owners = (existing.get("metadata") or {}).get("ownerReferences") or []
@@ -142,9 +156,22 @@ class PlanExecutor:
         return True, "", False
 
     def _remember(self, kind: str, obj: JsonDict) -> None:
-        informer = self.pods if kind == "Pod" else self.services
+        informer = {"Pod": self.pods, "Service": self.services, "PodGroup": self.others}.get(kind)
         if informer is not None:
             informer.upsert(obj, notify=False)
+
+    async def _create_objects(self, manifests: Sequence[Mapping[str, Any]], events: list[JobEvent]) -> None:
+        """A PodGroup (before the pods that need it); its failure is a Warning, and the pass goes on."""
+        for manifest in manifests:
+            kind = str(manifest["kind"])
+            try:
+                ok, error, adopted = await self._create_one(kind, manifest)
+            except ClusterApiError as exc:
+                ok, error, adopted = False, exc.describe(), False
+            if not ok:
+                events.append(JobEvent("Warning", f"FailedCreate{kind}", f"Error creating: {error}"))
+            elif not adopted and kind == "PodGroup":
+                job_metrics.count(job_metrics.CREATED_POD_GROUPS, self.kind, self.namespace)
 
     async def _create_services(self, manifests: Sequence[Mapping[str, Any]], events: list[JobEvent]) -> None:
         results = await asyncio.gather(*(self._create_one("Service", m) for m in manifests),

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from airflow_broadcast.cluster.api_errors import ClusterApiError, Forbidden, Unauthorized
+from airflow_broadcast.cluster.api_errors import ClusterApiError, Forbidden, NotFound, Unauthorized
 from airflow_broadcast.cluster.informers import Informer, shared_informer
 from airflow_broadcast.cluster.job_events import DELETED_JOB_REASON, EventRecorder, flush_events
 from airflow_broadcast.cluster.job_records import (
@@ -43,9 +43,13 @@ THREAD_THRESHOLD = 200
 
 @dataclass
 class WatchSet:
+    """The caches a job kind reads. `pod_groups` (gang scheduling) must work; `priorities` is best effort."""
+
     children: Informer[Any]
     services: Informer[Any] | None = None
     nodes: Informer[Any] | None = None
+    pod_groups: Informer[Any] | None = None
+    priorities: Informer[Any] | None = None
 
 
 class JobDriver(Protocol):
@@ -90,6 +94,9 @@ async def run_reconcile_loop(
     for informer in (records, watched.children, watched.services, watched.nodes):
         if informer is not None:
             await informer.wait_synced()
+    missing = await _sync_optional(watched)
+    if missing is not None:
+        return LoopOutcome("error", None, message=missing)
     wake = asyncio.Event()
     job_name = ""
     subscriptions: list[tuple[Informer[Any], str]] = [(watched.children, uid)]
@@ -97,11 +104,13 @@ async def run_reconcile_loop(
         subscriptions.append((watched.services, uid))
     if watched.nodes is not None:
         subscriptions.append((watched.nodes, "*"))
+    if watched.pod_groups is not None:
+        subscriptions.append((watched.pod_groups, uid))
     for informer, key in subscriptions:
         informer.subscribe(key, wake)
     executor = PlanExecutor(client, namespace, uid, pods=watched.children, services=watched.services,
                             style=driver.style, compat_count_failed_creates=driver.compat_count_failed_creates,
-                            kind=driver.kind)
+                            kind=driver.kind, others=watched.pod_groups)
     conflicts = 0
     try:
         while True:
@@ -186,11 +195,32 @@ async def _refresh_record(client: KubeClient, records: Informer[JsonDict], names
     return True
 
 
+async def _sync_optional(watched: WatchSet) -> str | None:
+    """Gang scheduling needs its PodGroup API; PriorityClasses only refine minResources (0 when unreadable)."""
+    if watched.priorities is not None:
+        try:
+            await watched.priorities.wait_synced()
+        except ClusterApiError as exc:
+            log.warning("PriorityClasses are not readable (%s); PodGroup minResources treat every priority as 0",
+                        exc.describe())
+    if watched.pod_groups is None:
+        return None
+    try:
+        await watched.pod_groups.wait_synced()
+    except NotFound:
+        return (f"gang scheduling is on, but the PodGroup API ({watched.pod_groups.path}) does not exist: "
+                "install the gang scheduler's CRDs, or turn gang scheduling off")
+    except ClusterApiError as exc:
+        return f"cannot watch PodGroups for gang scheduling: {exc.describe()}"
+    return None
+
+
 def _permanent_watch_error(*informers: Any) -> ClusterApiError | None:
     """A watch that lost its permission (403/401) makes the cache stale: stop instead of acting on it."""
     for informer in informers:
         if isinstance(informer, WatchSet):
-            found = _permanent_watch_error(informer.children, informer.services, informer.nodes)
+            found = _permanent_watch_error(informer.children, informer.services, informer.nodes,
+                                           informer.pod_groups)
             if found is not None:
                 return found
         elif informer is not None and isinstance(informer.error, Forbidden | Unauthorized):
@@ -224,6 +254,8 @@ async def _reconcile(driver: JobDriver, manifest: Mapping[str, Any], record: Job
         children=_Frozen(watched.children, record.uid),  # type: ignore[arg-type]
         services=_Frozen(watched.services, record.uid) if watched.services else None,  # type: ignore[arg-type]
         nodes=_Frozen(watched.nodes, None) if watched.nodes else None,  # type: ignore[arg-type]
+        pod_groups=_Frozen(watched.pod_groups, record.uid) if watched.pod_groups else None,  # type: ignore[arg-type]
+        priorities=_Frozen(watched.priorities, None) if watched.priorities else None,  # type: ignore[arg-type]
     )
     return await asyncio.to_thread(driver.reconcile, manifest, record, snapshot, now)
 

@@ -8,11 +8,18 @@ from typing import Any
 
 from airflow_broadcast.cluster.informers import shared_informer
 from airflow_broadcast.cluster.kube_client import KubeClient
-from airflow_broadcast.cluster.observation import pod_info, service_info
+from airflow_broadcast.cluster.observation import (
+    PRIORITY_CLASSES_PATH,
+    pod_group_info,
+    pod_info,
+    priority_value,
+    service_info,
+)
 from airflow_broadcast.cluster.plan_executor import ChildEventStyle
 from airflow_broadcast.cluster.reconcile_loop import WatchSet
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.reconcilers.plan import Plan
+from airflow_broadcast.reconcilers.tf_gang_scheduling import gang_scheduler
 from airflow_broadcast.reconcilers.tf_job_children import RECORD_UID_LABEL
 from airflow_broadcast.reconcilers.tf_job_reconciler import TFJobOptions, reconcile_tf_job
 from airflow_broadcast.specs.tf_job_spec import parse_tf_job
@@ -34,12 +41,21 @@ class TFJobDriver:
                                label_selector=RECORD_UID_LABEL, index_label=RECORD_UID_LABEL)
         services = shared_informer(client, f"/api/v1/namespaces/{namespace}/services", service_info,
                                    label_selector=RECORD_UID_LABEL, index_label=RECORD_UID_LABEL)
-        return WatchSet(children=pods, services=services)
+        gang = gang_scheduler(self.options.gang_scheduler, self.options.gang_scheduler_name)
+        if gang is None:
+            return WatchSet(children=pods, services=services)
+        pod_groups = shared_informer(client, f"/apis/{gang.api_version}/namespaces/{namespace}/podgroups",
+                                     pod_group_info, label_selector=RECORD_UID_LABEL, index_label=RECORD_UID_LABEL)
+        priorities = shared_informer(client, PRIORITY_CLASSES_PATH, priority_value)
+        return WatchSet(children=pods, services=services, pod_groups=pod_groups, priorities=priorities)
 
     def reconcile(self, manifest: Mapping[str, Any], record: JobRecord, watched: WatchSet, now: float) -> Plan:
         spec = parse_tf_job(manifest, namespace=record.namespace)
         services = watched.services.items(record.uid) if watched.services is not None else []
-        return reconcile_tf_job(spec, record, watched.children.items(record.uid), services, now, self.options)
+        pod_groups = watched.pod_groups.items(record.uid) if watched.pod_groups is not None else []
+        priorities = dict(watched.priorities.items()) if watched.priorities is not None else {}
+        return reconcile_tf_job(spec, record, watched.children.items(record.uid), services, now, self.options,
+                                pod_groups=pod_groups, priorities=priorities)
 
     def settled(self, manifest: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
         return False

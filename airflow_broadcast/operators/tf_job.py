@@ -8,7 +8,10 @@ from typing import Any
 
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.kueue import QUEUE_LABEL, check_local_queue
+from airflow_broadcast.cluster.pod_group_api import check_pod_group_api
 from airflow_broadcast.operators.job_operator import KubernetesJobOperator, ParsedJob
+from airflow_broadcast.reconcilers.tf_gang_scheduling import gang_scheduler
+from airflow_broadcast.reconcilers.tf_job_options import TFJobOptions
 from airflow_broadcast.specs.field_errors import InvalidSpecError, invalid
 from airflow_broadcast.specs.k8s_name_rules import is_valid_label_value
 from airflow_broadcast.specs.manifest_text import parse_manifest
@@ -55,7 +58,9 @@ class TFJobOperator(KubernetesJobOperator):
     :param compat: reproduce training-operator v1.9 defects that are fixed by default
         (re-create succeeded replicas, ExitCode restarts ignore backoffLimit, Failed after Succeeded).
     :param tf_options: further engine switches: `exclude_evaluator_from_cluster`, `sparse_ps_empty_list`,
-        `compat_cleanup_ignores_policy_on_failure` (training-operator <= 1.9.3 deleted all pods on failure).
+        `compat_cleanup_ignores_policy_on_failure` (training-operator <= 1.9.3 deleted all pods on failure),
+        and gang scheduling: `gang_scheduler` ("volcano" or "scheduler-plugins") with an optional
+        `gang_scheduler_name` (the schedulerName its pods get).
     :param queue_name: a Kueue LocalQueue: sets the `kueue.x-k8s.io/queue-name` label on the job, after
         checking that the queue exists (a missing queue or no permission to look only warns). (templated)
     """
@@ -70,6 +75,8 @@ class TFJobOperator(KubernetesJobOperator):
         self.compat = compat
         self.tf_options = dict(tf_options or {})
         self.queue_name = queue_name
+        options = TFJobOptions(**self.driver_options())  # unknown switches fail when the DAG is parsed
+        gang_scheduler(options.gang_scheduler, options.gang_scheduler_name)
 
     def parse(self, manifest: Mapping[str, Any] | str, namespace: str | None, default_namespace: str) -> ParsedJob:
         raw = parse_manifest(manifest, what="TFJob manifest")
@@ -86,6 +93,10 @@ class TFJobOperator(KubernetesJobOperator):
         return tf_driver_options(self.cluster_domain, self.compat, self.tf_options)
 
     async def before_submit(self, client: KubeClient, job: ParsedJob) -> list[str]:
+        options = TFJobOptions(**self.driver_options())
+        gang = gang_scheduler(options.gang_scheduler, options.gang_scheduler_name)
+        if gang is not None:
+            await check_pod_group_api(client, job.namespace, gang.api_version)
         if not self.queue_name:
             return []
         warning = await check_local_queue(client, job.namespace, self.queue_name)

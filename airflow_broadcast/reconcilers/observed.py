@@ -96,6 +96,17 @@ class PodInfo:
 
 
 @dataclass(frozen=True)
+class PodGroupInfo:
+    """A gang-scheduling PodGroup (Volcano or scheduler-plugins); `phase` is its status.phase ("" when unset)."""
+
+    name: str
+    uid: str
+    owner_uid: str
+    phase: str
+    deleting: bool
+
+
+@dataclass(frozen=True)
 class ServiceInfo:
     name: str
     uid: str

@@ -16,12 +16,13 @@ JsonDict = dict[str, Any]
 
 @dataclass(frozen=True)
 class DeleteChild:
-    """Delete a pod or service by name; `uid` guards against deleting a newer namesake."""
+    """Delete a child by name; `uid` guards against deleting a newer namesake."""
 
-    kind: str  # "Pod" | "Service"
+    kind: str  # "Pod" | "Service" | "PodGroup"
     name: str
     uid: str = ""
     reason: str = ""
+    api_version: str = "v1"
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Plan:
     * `create_pods` / `create_services`: full manifests with deterministic names.
       Pods are created in slow-start batches (1, 2, 4, ...), at most
       `create_limit` of them in this pass (None = all).
+    * `create_objects`: other owned objects (a gang-scheduling PodGroup), created before any pod.
     * `deletes`: children to delete (executed before any create).
     * `status`: the job status to persist, or None when unchanged.
     * `record_annotations`: durable flags on the job record (None value = remove).
@@ -53,6 +55,7 @@ class Plan:
 
     create_pods: tuple[JsonDict, ...] = ()
     create_services: tuple[JsonDict, ...] = ()
+    create_objects: tuple[JsonDict, ...] = ()
     deletes: tuple[DeleteChild, ...] = ()
     create_limit: int | None = None
     status: JsonDict | None = None
@@ -65,7 +68,8 @@ class Plan:
 
     @property
     def changes_cluster(self) -> bool:
-        return bool(self.create_pods or self.create_services or self.deletes or self.status is not None
+        return bool(self.create_pods or self.create_services or self.create_objects or self.deletes
+                    or self.status is not None
                     or self.record_annotations or self.delete_job)
 
 

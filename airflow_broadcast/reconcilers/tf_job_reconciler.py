@@ -43,19 +43,20 @@ Failed pod `waiting_reason`/`pending_message` carry the pod's status.reason/mess
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from airflow_broadcast.reconcilers import tf_job_status as st
-from airflow_broadcast.reconcilers.observed import JobRecord, PodInfo, ServiceInfo
-from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan, earliest
-from airflow_broadcast.reconcilers.tf_cluster_config import TFConfigRenderer
+from airflow_broadcast.reconcilers.observed import JobRecord, PodGroupInfo, PodInfo, ServiceInfo
+from airflow_broadcast.reconcilers.plan import Plan, earliest
+from airflow_broadcast.reconcilers.tf_gang_scheduling import (
+    CUSTOM_SCHEDULER_MESSAGE,
+    decorate_pod,
+    own_pod_group,
+    uses_custom_scheduler,
+)
 from airflow_broadcast.reconcilers.tf_job_children import (
     abnormal_pod_warning,
     build_pod,
-    by_replica_type,
-    clone,
     exit_code,
     failure_summary,
     index_slices,
@@ -66,11 +67,11 @@ from airflow_broadcast.reconcilers.tf_job_children import (
     tensorflow_exit,
     terminating_warning,
 )
+from airflow_broadcast.reconcilers.tf_job_options import TFJobOptions
+from airflow_broadcast.reconcilers.tf_job_pass import PassState
 from airflow_broadcast.reconcilers.timestamps import from_rfc3339, to_rfc3339
 from airflow_broadcast.specs.tf_job_spec import (
     CLEAN_POD_ALL,
-    CLEAN_POD_NONE,
-    CLEAN_POD_RUNNING,
     LABEL_REPLICA_TYPE,
     MANAGED_BY_TRAINING_OPERATOR,
     RESTART_EXIT_CODE,
@@ -78,54 +79,32 @@ from airflow_broadcast.specs.tf_job_spec import (
     TFJobSpec,
 )
 
+__all__ = ["TFJobOptions", "reconcile_tf_job"]
+
 TEMPLATE_POLICY_MESSAGE = "Restart policy in pod template will be overwritten by restart policy in replica spec"
-_CREATE_REASONS = frozenset({"SuccessfulCreatePod", "SuccessfulCreateService", "SetPodTemplateRestartPolicy"})
-
-
-@dataclass(frozen=True)
-class TFJobOptions:
-    """Provider settings and upstream-compat switches (each compat flag restores a v1.9 behaviour)."""
-
-    cluster_domain: str = ""
-    compat_succeeded_then_failed: bool = False  # Q4: Failed may follow Succeeded
-    compat_recreate_succeeded: bool = False  # Q3: re-create a succeeded pod that disappeared
-    compat_exitcode_ignores_backoff: bool = False  # Q2: controller restarts don't count for backoffLimit
-    compat_cleanup_ignores_policy_on_failure: bool = False  # G6: v1.9.3 deletes all on backoff/deadline
-    exclude_evaluator_from_cluster: bool = False  # Q7/D7 option
-    sparse_ps_empty_list: bool = False  # D12 option: `"ps":[]` instead of `null`
+_CREATE_REASONS = frozenset({"SuccessfulCreatePod", "SuccessfulCreateService", "SetPodTemplateRestartPolicy",
+                             "SetPodTemplateSchedulerName"})
 
 
 def reconcile_tf_job(spec: TFJobSpec, record: JobRecord, pods: Sequence[PodInfo],
-                     services: Sequence[ServiceInfo], now: float, options: TFJobOptions | None = None) -> Plan:
-    """Decide one pass. A job being deleted, or managed by another controller, gets an empty plan (M1, K6)."""
+                     services: Sequence[ServiceInfo], now: float, options: TFJobOptions | None = None, *,
+                     pod_groups: Sequence[PodGroupInfo] = (), priorities: Mapping[str, int] | None = None) -> Plan:
+    """Decide one pass. A job being deleted, or managed by another controller, gets an empty plan (M1, K6).
+
+    `pod_groups` and `priorities` (PriorityClass name → value) matter only with gang scheduling on.
+    """
     managed_by = spec.run_policy.managed_by
     if record.deleting or (managed_by is not None and managed_by != MANAGED_BY_TRAINING_OPERATOR):
         return Plan()
-    return _Pass(spec, record, pods, services, now, options or TFJobOptions()).run()
+    current = _Pass(spec, record, pods, services, now, options or TFJobOptions())
+    if current.gang is not None:
+        current.pod_group = own_pod_group(pod_groups, spec, record)
+        current.priorities = dict(priorities or {})
+    return current.run()
 
 
-class _Pass:
-    """Scratch state of one pass; `run()` returns the Plan."""
-
-    def __init__(self, spec: TFJobSpec, record: JobRecord, pods: Sequence[PodInfo],
-                 services: Sequence[ServiceInfo], now: float, options: TFJobOptions) -> None:
-        self.spec, self.record, self.now, self.options = spec, record, now, options
-        self.pods = [p for p in pods if p.owner_uid == record.uid]
-        self.services = [s for s in services if s.owner_uid == record.uid]
-        self.original: dict[str, Any] = clone(record.status)
-        self.status: dict[str, Any] = clone(record.status)
-        self.events: list[JobEvent] = []
-        self.deletes: list[DeleteChild] = []
-        self.deleted: set[tuple[str, str]] = set()
-        self.pod_creates: list[dict[str, Any]] = []
-        self.service_creates: list[dict[str, Any]] = []
-        self.requeue: float | None = None
-        self.delete_job = False
-        self.pods_by_type: dict[str, list[PodInfo]] = by_replica_type(self.pods)
-        self.failed_pods: dict[str, list[tuple[int, PodInfo]]] = {}
-        self.warnings: dict[str, tuple[str, str]] = {}
-        self.worker0_completed = WORKER not in spec.replica_specs
-        self._renderer: TFConfigRenderer | None = None
+class _Pass(PassState):
+    """The decisions of one pass, in upstream order; `run()` returns the Plan."""
 
     def run(self) -> Plan:
         if st.is_finished(self.status):
@@ -137,6 +116,7 @@ class _Pass:
         return Plan(
             create_pods=tuple(self.pod_creates),
             create_services=tuple(self.service_creates),
+            create_objects=tuple(self.object_creates),
             deletes=tuple(self.deletes),
             status=None if self.status == self.original else self.status,
             events=tuple(self.events),
@@ -145,65 +125,10 @@ class _Pass:
             finished=st.is_finished(self.status),
         )
 
-    # ---- helpers -------------------------------------------------------------------------------
-    def _event(self, kind: str, reason: str, message: str) -> None:
-        self.events.append(JobEvent(kind, reason, message))
-
-    def _set(self, kind: str, status: str, reason: str, message: str) -> bool:
-        return st.set_condition(self.status, kind, status, reason, message, self.now,
-                                succeeded_is_terminal=not self.options.compat_succeeded_then_failed)
-
-    def _delete(self, child: PodInfo | ServiceInfo, why: str) -> None:
-        """Delete a child once per pass, unless it is already terminating (G5); uid-guarded."""
-        kind = "Pod" if isinstance(child, PodInfo) else "Service"
-        if child.deleting or (kind, child.name) in self.deleted:
-            return
-        self.deleted.add((kind, child.name))
-        self.deletes.append(DeleteChild(kind, child.name, child.uid, why))
-        self._event("Normal", f"SuccessfulDelete{kind}", f"Deleted {kind.lower()}: {child.name}")
-
-    def _clean_up(self, policy: str, why: str) -> None:
-        """`DeletePodsAndServices` (G1-G5): None keeps all, Running takes Running/Pending, else all."""
-        if policy == CLEAN_POD_NONE:
-            return
-        services = {s.name: s for s in self.services}
-        for pod in self.pods:
-            if policy == CLEAN_POD_RUNNING and pod.phase not in ("Running", "Pending"):
-                continue
-            self._delete(pod, why)
-            if pod.name in services:
-                self._delete(services[pod.name], why)
-        if policy != CLEAN_POD_RUNNING:
-            for service in self.services:
-                self._delete(service, why)
-
-    def _ttl(self, *, may_delete: bool) -> None:
-        """`CleanupJob` (H1-H6): delete the job once completionTime + TTL has passed, else wake then."""
-        ttl = self.spec.run_policy.ttl_seconds_after_finished
-        if ttl is None or self.spec.run_policy.suspend:
-            return
-        done = st.finished_at(self.status)
-        if done is None:
-            done = self.now
-        if self.status.get("completionTime") is None:
-            self.status["completionTime"] = to_rfc3339(done)
-        left = done + ttl - self.now
-        if left <= 0 and may_delete:
-            self.delete_job = True
-            self._event("Normal", "SuccessfulDeleteJob", f"Deleted job: {self.spec.name}")
-        else:
-            self.requeue = earliest(self.requeue, left)
-
-    def _renderer_for_pass(self) -> TFConfigRenderer:
-        if self._renderer is None:
-            self._renderer = TFConfigRenderer(self.spec, self.options.cluster_domain,
-                                              exclude_evaluator=self.options.exclude_evaluator_from_cluster,
-                                              sparse_ps_empty_list=self.options.sparse_ps_empty_list)
-        return self._renderer
-
     # ---- the three kinds of pass ---------------------------------------------------------------
     def _finished(self, *, may_delete: bool = True) -> None:
         self._clean_up(self.spec.run_policy.clean_pod_policy, "cleanPodPolicy")
+        self._drop_pod_group()
         if st.is_true(self.status, st.SUCCEEDED):
             for entry in (self.status.get("replicaStatuses") or {}).values():
                 if entry and entry.get("active"):
@@ -214,6 +139,7 @@ class _Pass:
         name = self.spec.name
         self._set(st.CREATED, st.TRUE, st.REASON_CREATED, st.created_message(name))
         self._clean_up(CLEAN_POD_ALL, "suspend")
+        self._drop_pod_group()
         for entry in (self.status.get("replicaStatuses") or {}).values():
             if entry:
                 entry.pop("active", None)
@@ -239,6 +165,9 @@ class _Pass:
         if limit is not None:
             self._fail_by_policy(*limit)
             return
+        if self.gang is not None and self._sync_pod_group():
+            self.requeue = earliest(self.requeue, st.deadline_left(self.spec, self.status, self.now))
+            return
         for replica_type in self.spec.replica_specs:
             self._reconcile_pods(replica_type)
             self._reconcile_services(replica_type)
@@ -252,6 +181,8 @@ class _Pass:
             message = str(self.status["conditions"][-1].get("message", ""))
             self.status[st.FAILURE] = failure_summary(failed_type, index, pod, "Failed", message)
         self._record_warnings()
+        if self.pod_creates and self.gang is not None and uses_custom_scheduler(self.spec, self.gang):
+            self._event("Warning", "SetPodTemplateSchedulerName", CUSTOM_SCHEDULER_MESSAGE)
         if st.is_finished(self.status):
             self._finish_now()
         else:
@@ -261,6 +192,7 @@ class _Pass:
         """The job finished in this pass: create nothing more, and clean up now rather than next pass."""
         self.pod_creates.clear()
         self.service_creates.clear()
+        self.object_creates.clear()
         self.events = [e for e in self.events if e.reason not in _CREATE_REASONS]
         self._finished(may_delete=False)
 
@@ -284,6 +216,7 @@ class _Pass:
         policy = self.spec.run_policy.clean_pod_policy
         self._clean_up(CLEAN_POD_ALL if self.options.compat_cleanup_ignores_policy_on_failure else policy,
                        "cleanPodPolicy")
+        self._drop_pod_group()
         self._ttl(may_delete=False)
 
     # ---- replicas ------------------------------------------------------------------------------
@@ -382,6 +315,8 @@ class _Pass:
 
     def _create_pod(self, replica_type: str, index: int) -> None:
         manifest = build_pod(self.spec, self.record, replica_type, index, renderer=self._renderer_for_pass())
+        if self.gang is not None:
+            decorate_pod(manifest, self.spec, replica_type, self.gang)
         self.pod_creates.append(manifest)
         self._event("Normal", "SuccessfulCreatePod", f"Created pod: {manifest['metadata']['name']}")
 

@@ -196,6 +196,24 @@ def _check_run_policy(run: Any, strict: bool, errors: list[FieldError]) -> None:
     scheduling = run.get("schedulingPolicy")
     if scheduling is not None and not isinstance(scheduling, Mapping):
         errors.append(invalid(f"{path}.schedulingPolicy", _type_name(scheduling), "must be an object"))
+    elif scheduling is not None:
+        _check_scheduling_policy(scheduling, f"{path}.schedulingPolicy", errors)
+
+
+def _check_scheduling_policy(policy: Mapping[str, Any], path: str, errors: list[FieldError]) -> None:
+    """The types a PodGroup needs (gang scheduling): counts, names, and a map of quantities."""
+    for key in ("minAvailable", "scheduleTimeoutSeconds"):
+        _check_count(policy.get(key), f"{path}.{key}", errors)
+    for key in ("queue", "priorityClass"):
+        if policy.get(key) is not None and not isinstance(policy[key], str):
+            errors.append(invalid(f"{path}.{key}", policy[key], "must be a string"))
+    resources = policy.get("minResources")
+    if resources is not None and not isinstance(resources, Mapping):
+        errors.append(invalid(f"{path}.minResources", _type_name(resources), "must be a map of resource quantities"))
+    elif resources is not None:
+        for name, value in resources.items():
+            if isinstance(value, bool) or not isinstance(value, str | int | float):
+                errors.append(invalid(f"{path}.minResources[{name}]", value, "must be a resource quantity"))
 
 
 def _check_replica_specs(specs: Any, strict: bool, errors: list[FieldError]) -> dict[str, int]:

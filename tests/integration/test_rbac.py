@@ -58,9 +58,9 @@ class Grants:
     def subject(self) -> list[dict[str, str]]:
         return [{"kind": "User", "name": USER, "apiGroup": RBAC_GROUP}]
 
-    def namespace_role(self) -> None:
-        role = rbac_document("role.yaml", "Role")
-        name = f"airflow-broadcast-{self.suffix}"
+    def namespace_role(self, file: str = "role.yaml") -> None:
+        role = rbac_document(file, "Role")
+        name = f"{role['metadata']['name']}-{self.suffix}"
         body = {**role, "metadata": {**role["metadata"], "name": name, "namespace": self.namespace}}
         self.rbac.create_namespaced_role(self.namespace, body)
         self.rbac.create_namespaced_role_binding(self.namespace, {
@@ -268,3 +268,56 @@ def test_trigger_and_operator_report_the_missing_node_permission(
             conclude(target, payload["status"], payload["message"], trigger.log)
     finally:
         asyncio.run(close_opened())
+
+
+GANG = {"gang_scheduler": "scheduler-plugins", "gang_scheduler_name": "default-scheduler"}
+
+
+def test_documented_tfjob_extras_grant_podgroups_localqueues_and_priorityclasses() -> None:
+    assert rules_of(rbac_document("tfjob-extras.yaml", "Role")) == {
+        *{(g, "podgroups", v) for g in ("scheduling.x-k8s.io", "scheduling.volcano.sh")
+          for v in ("get", "list", "watch", "create", "delete")},
+        ("kueue.x-k8s.io", "localqueues", "get"),
+    }
+    assert rules_of(rbac_document("tfjob-extras.yaml", "ClusterRole")) == {
+        ("scheduling.k8s.io", "priorityclasses", v) for v in ("get", "list", "watch")}
+
+
+def test_gang_scheduled_tf_job_runs_with_the_role_and_the_tfjob_extras(
+        grants: Grants, restricted_engine: Any, node_factory: Any, namespace: str) -> None:
+    node_factory(2, labels={"pool": namespace})
+    grants.namespace_role()
+    grants.namespace_role("tfjob-extras.yaml")  # no PriorityClass ClusterRole: priorities count as 0
+
+    submission = restricted_engine.submit(tf_job("rbac-gang", namespace))
+    outcome = restricted_engine.drive(submission, "TFJob", options=GANG)
+
+    assert outcome.reason == "finished", outcome.message
+    events = {e.reason for e in restricted_engine.events("TFJob", "rbac-gang")}
+    assert {"JobTerminated", "SuccessfulDeletePodGroup"} <= events
+
+
+def test_gang_scheduling_without_the_podgroup_permission_stops_naming_it(
+        grants: Grants, restricted_engine: Any, namespace: str, core_api: client.CoreV1Api) -> None:
+    grants.namespace_role()
+
+    submission = restricted_engine.submit(tf_job("rbac-nogang", namespace))
+    outcome = restricted_engine.drive(submission, "TFJob", options=GANG)
+
+    assert outcome.reason == "error"
+    assert "cannot watch PodGroups for gang scheduling" in outcome.message and "403" in outcome.message
+    assert core_api.list_namespaced_pod(namespace).items == [], "nothing was created"
+
+
+def test_gang_scheduling_without_the_podgroup_permission_fails_before_the_job_is_submitted(
+        grants: Grants, restricted_engine: Any, namespace: str, core_api: client.CoreV1Api) -> None:
+    from airflow_broadcast.cluster.pod_group_api import PodGroupApiError
+    from airflow_broadcast.operators.tf_job import TFJobOperator
+
+    grants.namespace_role()
+    operator = TFJobOperator(task_id="train", manifest=tf_job("rbac-early", namespace), tf_options=GANG)
+    job = operator.parse(operator.manifest, namespace, "default")
+
+    with pytest.raises(PodGroupApiError, match=r"docs/rbac/tfjob-extras\.yaml\. Nothing was created"):
+        restricted_engine.run_async(lambda kube: operator.before_submit(kube, job))
+    assert restricted_engine.record("TFJob", "rbac-early") is None

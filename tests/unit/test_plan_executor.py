@@ -170,3 +170,38 @@ async def test_a_conflicting_record_write_is_reported_not_raised() -> None:
 
     result = await apply(Conflicting(), Plan(status={"phase": "running"}))
     assert result.conflict is True
+
+
+class PathRecordingApi(FakeApi):
+    """Records the API paths; PodGroup writes fail with the given error."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+        self.paths: list[tuple[str, str]] = []
+
+    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.paths.append(("create", path))
+        if body["kind"] == "PodGroup":
+            raise self.error
+        return await super().create(path, body)
+
+    async def delete(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        self.paths.append(("delete", path))
+        raise self.error
+
+
+async def test_a_pod_group_that_cannot_be_written_is_a_warning_and_the_pass_goes_on() -> None:
+    api = PathRecordingApi(e.Forbidden(403, "Forbidden", "podgroups is forbidden", verb="POST", target="podgroups"))
+    group = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+             "metadata": {"name": "mnist", "namespace": "ns", "ownerReferences": [{"uid": UID, "controller": True}]}}
+    plan = Plan(create_objects=(group,), create_pods=(pod("p0"),),
+                deletes=(DeleteChild("PodGroup", "old", "uid-old", api_version="scheduling.volcano.sh/v1beta1"),))
+    result = await apply(api, plan)
+
+    assert api.paths == [("delete", "/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups/old"),
+                         ("create", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/ns/podgroups"),
+                         ("create", "/api/v1/namespaces/ns/pods")]
+    assert result.created == 1, "the pods are still created"
+    reasons = [reason for reason, _ in api.events]
+    assert "FailedCreatePodGroup" in reasons and "FailedDeletePodGroup" in reasons

@@ -10,7 +10,7 @@ import copy
 from dataclasses import replace
 from typing import Any
 
-from airflow_broadcast.reconcilers.observed import ContainerExit, JobRecord, PodInfo, ServiceInfo
+from airflow_broadcast.reconcilers.observed import ContainerExit, JobRecord, PodGroupInfo, PodInfo, ServiceInfo
 from airflow_broadcast.reconcilers.plan import Plan
 from airflow_broadcast.reconcilers.tf_job_reconciler import TFJobOptions, reconcile_tf_job
 from airflow_broadcast.specs.tf_job_spec import (
@@ -117,6 +117,8 @@ class TFCluster:
         self.record = make_record(spec, status)
         self.pods: dict[str, PodInfo] = {}
         self.services: dict[str, ServiceInfo] = {}
+        self.pod_groups: dict[str, PodGroupInfo] = {}
+        self.priorities: dict[str, int] = {}
         self.now = now
         self.job_deleted = False
         self._serial = 0
@@ -129,13 +131,20 @@ class TFCluster:
         if now is not None:
             self.now = now
         return reconcile_tf_job(self.spec, self.record, list(self.pods.values()), list(self.services.values()),
-                                self.now, self.options)
+                                self.now, self.options, pod_groups=list(self.pod_groups.values()),
+                                priorities=self.priorities)
 
     def apply(self, plan: Plan) -> None:
         for delete in plan.deletes:
-            store: dict[str, Any] = self.pods if delete.kind == "Pod" else self.services
+            store: dict[str, Any] = {"Pod": self.pods, "Service": self.services, "PodGroup": self.pod_groups}[
+                delete.kind]
             if delete.name in store and (not delete.uid or store[delete.name].uid == delete.uid):
                 del store[delete.name]
+        for group in plan.create_objects:
+            name = group["metadata"]["name"]
+            if name not in self.pod_groups:
+                self.pod_groups[name] = PodGroupInfo(name, f"pg-{name}", group["metadata"]["ownerReferences"][0]["uid"],
+                                                     "", False)
         for pod in plan.create_pods:
             name = pod["metadata"]["name"]
             if name not in self.pods:
