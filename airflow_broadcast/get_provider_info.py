@@ -23,7 +23,7 @@ def get_provider_info() -> dict[str, Any]:
         "hooks": [
             {
                 "integration-name": "Kubernetes Broadcast Jobs",
-                "python-modules": ["airflow_broadcast.hooks.kubernetes"],
+                "python-modules": ["airflow_broadcast.hooks.kubernetes", "airflow_broadcast.hooks.job_client"],
             }
         ],
         "triggers": [
