@@ -9,7 +9,7 @@ Shared by BroadcastJob and TFJob validation.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, TypeGuard
@@ -96,6 +96,15 @@ def _as_list(value: Any, path: str, errors: list[FieldError]) -> list[Any]:
         errors.append(invalid(path, value, "must be a list"))
         return []
     return value
+
+
+def _objects(value: Any, path: str, errors: list[FieldError]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """The items of a list of objects with their field paths; a non-object item is an error and skipped."""
+    for index, item in enumerate(_as_list(value, path, errors)):
+        if isinstance(item, Mapping):
+            yield f"{path}[{index}]", item
+        else:
+            errors.append(invalid(f"{path}[{index}]", item, "must be an object"))
 
 
 def _as_str(value: Any, path: str, errors: list[FieldError]) -> str:
@@ -186,11 +195,8 @@ def _check_enum(spec: Mapping[str, Any], key: str, allowed: tuple[str, ...], pat
 def _validate_volumes(value: Any, path: str, errors: list[FieldError]) -> set[str]:
     """Volume names must be unique DNS labels; returns the names mounts may refer to."""
     names: set[str] = set()
-    for index, volume in enumerate(_as_list(value, path, errors)):
-        name_path = f"{path}[{index}].name"
-        if not isinstance(volume, Mapping):
-            errors.append(invalid(f"{path}[{index}]", volume, "must be an object"))
-            continue
+    for item, volume in _objects(value, path, errors):
+        name_path = f"{item}.name"
         name = volume.get("name")
         problems: list[FieldError] = []
         if not name:
@@ -234,11 +240,7 @@ def _validate_container(container: Mapping[str, Any], volumes: set[str], path: s
 def _validate_ports(value: Any, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     names: set[str] = set()
-    for index, port in enumerate(_as_list(value, path, errors)):
-        item = f"{path}[{index}]"
-        if not isinstance(port, Mapping):
-            errors.append(invalid(item, port, "must be an object"))
-            continue
+    for item, port in _objects(value, path, errors):
         name = _as_str(port.get("name"), f"{item}.name", errors)
         if name:
             messages = is_valid_port_name(name)
@@ -263,11 +265,7 @@ def _validate_ports(value: Any, path: str) -> list[FieldError]:
 
 def _validate_env(value: Any, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    for index, var in enumerate(_as_list(value, path, errors)):
-        item = f"{path}[{index}]"
-        if not isinstance(var, Mapping):
-            errors.append(invalid(item, var, "must be an object"))
-            continue
+    for item, var in _objects(value, path, errors):
         name = _as_str(var.get("name"), f"{item}.name", errors)
         if not name:
             errors.append(required(f"{item}.name"))
@@ -278,11 +276,7 @@ def _validate_env(value: Any, path: str) -> list[FieldError]:
 def _validate_mounts(value: Any, volumes: set[str], path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     mount_points: set[str] = set()
-    for index, mount in enumerate(_as_list(value, path, errors)):
-        item = f"{path}[{index}]"
-        if not isinstance(mount, Mapping):
-            errors.append(invalid(item, mount, "must be an object"))
-            continue
+    for item, mount in _objects(value, path, errors):
         name = _as_str(mount.get("name"), f"{item}.name", errors)
         if not name:
             errors.append(required(f"{item}.name"))
