@@ -13,15 +13,13 @@ client and closes it afterwards, so nothing is left open between calls. Async co
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from airflow_broadcast.cluster import job_api
-from airflow_broadcast.cluster.informers import stop_informers
 from airflow_broadcast.cluster.job_records import RECORD_PREFIX
 from airflow_broadcast.cluster.kube_client import KubeClient
-from airflow_broadcast.cluster.shared_clients import close_clients_on_this_loop
+from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook, connection_namespace
 
 T = TypeVar("T")
@@ -57,13 +55,9 @@ class JobClient:
         hook = BroadcastKubernetesHook(self.kubernetes_conn_id, cluster_context=self.cluster_context)
 
         async def main() -> T:
-            try:
-                return await call(await hook.kube_client())
-            finally:
-                await stop_informers()
-                await close_clients_on_this_loop()
+            return await call(await hook.kube_client())
 
-        return asyncio.run(main())
+        return run_on_worker(main)
 
     # ---- get / list / update / delete ------------------------------------------------------
     def get_job(self, name: str, namespace: str | None = None) -> dict[str, Any]:

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow_broadcast.cluster.ttl_sweeper import sweep_expired_records
+from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook, connection_namespace
-from airflow_broadcast.operators.job_runtime import run_on_worker
 from airflow_broadcast.version_compat import BaseOperator
 
 

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from airflow_broadcast.cluster.job_records import read_status
 from airflow_broadcast.cluster.job_submission import submit_job
 from airflow_broadcast.cluster.kube_client import KubeClient
+from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.hooks.kubernetes import connection_namespace
 from airflow_broadcast.operators.job_runtime import (
     JobTarget,
@@ -18,7 +19,6 @@ from airflow_broadcast.operators.job_runtime import (
     defer_timeout,
     execution_deadline,
     run_inline,
-    run_on_worker,
 )
 from airflow_broadcast.reconcilers.timestamps import from_rfc3339
 from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger

@@ -6,15 +6,13 @@ engine the trigger uses, so deferrable and non-deferrable modes behave alike.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.drivers import driver_for
-from airflow_broadcast.cluster.informers import stop_informers
 from airflow_broadcast.cluster.job_control import stop_active_children
 from airflow_broadcast.cluster.job_events import record_job_deleted
 from airflow_broadcast.cluster.job_records import (
@@ -28,26 +26,13 @@ from airflow_broadcast.cluster.job_records import (
 )
 from airflow_broadcast.cluster.pod_logs import log_tails
 from airflow_broadcast.cluster.reconcile_loop import run_reconcile_loop
-from airflow_broadcast.cluster.shared_clients import close_clients_on_this_loop
+from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
 from airflow_broadcast.reconcilers.timestamps import from_rfc3339, to_rfc3339
 from airflow_broadcast.triggers.progress import ProgressLog
 
 DEFER_MARGIN_SECONDS = 60.0
 T = TypeVar("T")
-
-
-def run_on_worker(body: Callable[[], Awaitable[T]]) -> T:
-    """Run async engine code from a (sync) task method, then release the loop's watches and client."""
-
-    async def main() -> T:
-        try:
-            return await body()
-        finally:
-            await stop_informers()
-            await close_clients_on_this_loop()
-
-    return asyncio.run(main())
 
 
 class JobFailedError(RuntimeError):
