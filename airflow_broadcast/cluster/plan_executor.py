@@ -65,10 +65,10 @@ class PlanExecutor:
     def __init__(self, client: KubeClient, namespace: str, record_uid: str, *,
                  pods: Informer[Any] | None = None, services: Informer[Any] | None = None,
                  style: ChildEventStyle | None = None, compat_count_failed_creates: bool = False,
-                 kind: str = "", others: Informer[Any] | None = None) -> None:
+                 kind: str = "", pod_groups: Informer[Any] | None = None) -> None:
         self.client = client
         self.kind = kind
-        self.others = others
+        self.pod_groups = pod_groups
         self.namespace = namespace
         self.record_uid = record_uid
         self.pods = pods
@@ -156,7 +156,7 @@ class PlanExecutor:
         return True, "", False
 
     def _remember(self, kind: str, obj: JsonDict) -> None:
-        informer = {"Pod": self.pods, "Service": self.services, "PodGroup": self.others}.get(kind)
+        informer = {"Pod": self.pods, "Service": self.services, "PodGroup": self.pod_groups}.get(kind)
         if informer is not None:
             informer.upsert(obj, notify=False)
 

@@ -110,8 +110,7 @@ async def run_reconcile_loop(
         informer.subscribe(key, wake)
     executor = PlanExecutor(client, namespace, uid, pods=watched.children, services=watched.services,
                             style=driver.style, compat_count_failed_creates=driver.compat_count_failed_creates,
-                            kind=driver.kind, others=watched.pod_groups)
-    conflicts = 0
+                            kind=driver.kind, pod_groups=watched.pod_groups)
     try:
         while True:
             raw = records.values.get(record_name)
@@ -138,8 +137,7 @@ async def run_reconcile_loop(
                 return LoopOutcome("error", raw, status, failure.describe())
             applied = await executor.apply(plan, raw, EventRecorder(client, raw))
             if applied.conflict:
-                conflicts += 1
-                if not await _refresh_record(client, records, namespace, record_name, conflicts):
+                if not await _refresh_record(client, records, namespace, record_name):
                     await _wait(wake, 1.0)
                 continue
             if applied.record is not None:
@@ -174,15 +172,13 @@ async def run_reconcile_loop(
             records.unsubscribe(job_name, wake)
 
 
-async def _refresh_record(client: KubeClient, records: Informer[JsonDict], namespace: str, record_name: str,
-                          attempt: int) -> bool:
+async def _refresh_record(client: KubeClient, records: Informer[JsonDict], namespace: str, record_name: str) -> bool:
     """M5: a status write lost to another writer (409): GET the record now instead of trusting the cache.
 
     The next pass recomputes from the fresh version, so the other writer's changes are kept
     and nothing depends on how far behind the watch is. False when the GET itself failed.
     """
-    log.info("job record %s/%s changed under us (409 on the status write, attempt %d); re-reading it",
-             namespace, record_name, attempt)
+    log.info("job record %s/%s changed under us (409 on the status write); re-reading it", namespace, record_name)
     try:
         fresh = await get_record(client, namespace, record_name)
     except ClusterApiError as exc:

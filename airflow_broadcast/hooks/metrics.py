@@ -8,6 +8,7 @@ which every operator, sensor and trigger of the provider does.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Mapping
 from types import ModuleType
@@ -21,14 +22,16 @@ PREFIX = "airflow_broadcast"
 _STATS_MODULES = ("airflow.sdk._shared.observability.metrics.stats", "airflow._shared.observability.metrics.stats")
 
 
-def _stats_modules() -> list[ModuleType]:
+@functools.cache
+def _stats_modules() -> tuple[ModuleType, ...]:
+    """Imported once: counters are sent from the reconcile loop, once per pod created or deleted."""
     found = []
     for name in _STATS_MODULES:
         try:
             found.append(importlib.import_module(name))
         except ImportError:
             continue
-    return found
+    return tuple(found)
 
 
 def _configured_stats() -> ModuleType | None:

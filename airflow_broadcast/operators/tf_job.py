@@ -10,7 +10,7 @@ from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.kueue import QUEUE_LABEL, check_local_queue
 from airflow_broadcast.cluster.pod_group_api import check_pod_group_api
 from airflow_broadcast.operators.job_operator import KubernetesJobOperator, ParsedJob
-from airflow_broadcast.reconcilers.tf_gang_scheduling import gang_scheduler
+from airflow_broadcast.reconcilers.tf_gang_scheduling import GangScheduler, gang_scheduler
 from airflow_broadcast.reconcilers.tf_job_options import TFJobOptions
 from airflow_broadcast.specs.field_errors import InvalidSpecError, invalid
 from airflow_broadcast.specs.k8s_name_rules import is_valid_label_value
@@ -75,8 +75,7 @@ class TFJobOperator(KubernetesJobOperator):
         self.compat = compat
         self.tf_options = dict(tf_options or {})
         self.queue_name = queue_name
-        options = TFJobOptions(**self.driver_options())  # unknown switches fail when the DAG is parsed
-        gang_scheduler(options.gang_scheduler, options.gang_scheduler_name)
+        self._gang_scheduler()  # unknown switches or schedulers fail when the DAG is parsed
 
     def parse(self, manifest: Mapping[str, Any] | str, namespace: str | None, default_namespace: str) -> ParsedJob:
         raw = parse_manifest(manifest, what="TFJob manifest")
@@ -92,9 +91,12 @@ class TFJobOperator(KubernetesJobOperator):
     def driver_options(self) -> dict[str, Any]:
         return tf_driver_options(self.cluster_domain, self.compat, self.tf_options)
 
-    async def before_submit(self, client: KubeClient, job: ParsedJob) -> list[str]:
+    def _gang_scheduler(self) -> GangScheduler | None:
         options = TFJobOptions(**self.driver_options())
-        gang = gang_scheduler(options.gang_scheduler, options.gang_scheduler_name)
+        return gang_scheduler(options.gang_scheduler, options.gang_scheduler_name)
+
+    async def before_submit(self, client: KubeClient, job: ParsedJob) -> list[str]:
+        gang = self._gang_scheduler()
         if gang is not None:
             await check_pod_group_api(client, job.namespace, gang.api_version)
         if not self.queue_name:

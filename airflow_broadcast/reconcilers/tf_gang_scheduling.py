@@ -23,6 +23,7 @@ from typing import Any
 
 from airflow_broadcast.reconcilers.observed import JobRecord, PodGroupInfo
 from airflow_broadcast.reconcilers.quantities import QuantityError, parse_quantity
+from airflow_broadcast.reconcilers.tf_job_children import RECORD_UID_LABEL
 from airflow_broadcast.specs.tf_job_spec import TFJobSpec
 
 VOLCANO = "volcano"
@@ -69,7 +70,7 @@ def own_pod_group(pod_groups: Sequence[PodGroupInfo], spec: TFJobSpec, record: J
     return next((g for g in pod_groups if g.name == spec.name and g.owner_uid == record.uid), None)
 
 
-def pod_group_manifest(spec: TFJobSpec, record: JobRecord, gang: GangScheduler, record_uid_label: str,
+def pod_group_manifest(spec: TFJobSpec, record: JobRecord, gang: GangScheduler,
                        priorities: Mapping[str, int]) -> dict[str, Any]:
     """The PodGroup upstream's SyncPodGroup creates (L1-L3)."""
     policy = dict(spec.run_policy.scheduling_policy or {})
@@ -89,7 +90,7 @@ def pod_group_manifest(spec: TFJobSpec, record: JobRecord, gang: GangScheduler, 
     if resources:
         body["minResources"] = dict(resources)
     metadata: dict[str, Any] = {"name": spec.name, "namespace": spec.namespace,
-                                "labels": {record_uid_label: record.uid},
+                                "labels": {RECORD_UID_LABEL: record.uid},
                                 "ownerReferences": [dict(record.owner_reference)]}
     if spec.annotations:
         metadata["annotations"] = dict(spec.annotations)

@@ -7,7 +7,7 @@ actions it repeats: conditions, deletes, cleanPodPolicy, TTL, and the gang PodGr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_broadcast.reconcilers import tf_job_status as st
@@ -18,9 +18,10 @@ from airflow_broadcast.reconcilers.tf_gang_scheduling import (
     TERMINATED_MESSAGE,
     delays_pod_creation,
     gang_scheduler,
+    own_pod_group,
     pod_group_manifest,
 )
-from airflow_broadcast.reconcilers.tf_job_children import RECORD_UID_LABEL, by_replica_type, clone
+from airflow_broadcast.reconcilers.tf_job_children import by_replica_type, clone
 from airflow_broadcast.reconcilers.tf_job_options import TFJobOptions
 from airflow_broadcast.reconcilers.timestamps import from_rfc3339, to_rfc3339
 from airflow_broadcast.specs.tf_job_spec import CLEAN_POD_NONE, CLEAN_POD_RUNNING, WORKER, TFJobSpec
@@ -32,7 +33,8 @@ class PassState:
     """Scratch state of one pass and the primitive actions every kind of pass uses."""
 
     def __init__(self, spec: TFJobSpec, record: JobRecord, pods: Sequence[PodInfo],
-                 services: Sequence[ServiceInfo], now: float, options: TFJobOptions) -> None:
+                 services: Sequence[ServiceInfo], now: float, options: TFJobOptions, *,
+                 pod_groups: Sequence[PodGroupInfo] = (), priorities: Mapping[str, int] | None = None) -> None:
         self.spec, self.record, self.now, self.options = spec, record, now, options
         self.pods = [p for p in pods if p.owner_uid == record.uid]
         self.services = [s for s in services if s.owner_uid == record.uid]
@@ -51,8 +53,8 @@ class PassState:
         self.worker0_completed = WORKER not in spec.replica_specs
         self._renderer: TFConfigRenderer | None = None
         self.gang = gang_scheduler(options.gang_scheduler, options.gang_scheduler_name)
-        self.pod_group: PodGroupInfo | None = None
-        self.priorities: dict[str, int] = {}
+        self.pod_group = own_pod_group(pod_groups, spec, record) if self.gang is not None else None
+        self.priorities: Mapping[str, int] = priorities or {}
         self.object_creates: list[dict[str, Any]] = []
 
 
@@ -117,8 +119,7 @@ class PassState:
         """Create the PodGroup when missing; True while Volcano has not admitted it (no pods yet, L4)."""
         assert self.gang is not None
         if self.pod_group is None:
-            self.object_creates.append(pod_group_manifest(self.spec, self.record, self.gang, RECORD_UID_LABEL,
-                                                          self.priorities))
+            self.object_creates.append(pod_group_manifest(self.spec, self.record, self.gang, self.priorities))
         if not delays_pod_creation(self.gang, self.pod_group):
             return False
         last = from_rfc3339(self.status.get("lastReconcileTime"))

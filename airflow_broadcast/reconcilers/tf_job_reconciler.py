@@ -51,7 +51,6 @@ from airflow_broadcast.reconcilers.plan import Plan, earliest
 from airflow_broadcast.reconcilers.tf_gang_scheduling import (
     CUSTOM_SCHEDULER_MESSAGE,
     decorate_pod,
-    own_pod_group,
     uses_custom_scheduler,
 )
 from airflow_broadcast.reconcilers.tf_job_children import (
@@ -96,11 +95,8 @@ def reconcile_tf_job(spec: TFJobSpec, record: JobRecord, pods: Sequence[PodInfo]
     managed_by = spec.run_policy.managed_by
     if record.deleting or (managed_by is not None and managed_by != MANAGED_BY_TRAINING_OPERATOR):
         return Plan()
-    current = _Pass(spec, record, pods, services, now, options or TFJobOptions())
-    if current.gang is not None:
-        current.pod_group = own_pod_group(pod_groups, spec, record)
-        current.priorities = dict(priorities or {})
-    return current.run()
+    return _Pass(spec, record, pods, services, now, options or TFJobOptions(), pod_groups=pod_groups,
+                 priorities=priorities).run()
 
 
 class _Pass(PassState):
