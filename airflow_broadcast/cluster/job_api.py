@@ -9,7 +9,6 @@ An update edits the stored manifest, which the reconcile loop re-reads on its ne
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,11 +20,14 @@ from airflow_broadcast.cluster.job_records import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
     RECORD_PREFIX,
+    get_record,
+    is_record_of,
     read_manifest,
     read_status,
     record_name,
     record_path,
     records_path,
+    write_record,
 )
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.specs import broadcast_job_spec, tf_job_spec
@@ -95,13 +97,9 @@ def job_object(kind: str, raw: Mapping[str, Any]) -> JsonDict:
 
 
 async def _read_record(client: KubeClient, kind: str, namespace: str, name: str, verb: str = "GET") -> JsonDict:
-    try:
-        raw = await client.get(record_path(namespace, record_name(kind, name)))
-    except NotFound as exc:
-        raise JobNotFound(kind, namespace, name, verb=verb) from exc
-    labels = (raw.get("metadata") or {}).get("labels") or {}
-    if labels.get(KIND_LABEL) != kind or labels.get(JOB_LABEL) != name:
-        raise JobNotFound(kind, namespace, name, verb=verb)  # a ConfigMap with that name, but not a job record
+    raw = await get_record(client, namespace, record_name(kind, name))
+    if raw is None or not is_record_of(raw, kind, name):  # missing, or a ConfigMap that only has the name
+        raise JobNotFound(kind, namespace, name, verb=verb)
     return raw
 
 
@@ -194,10 +192,8 @@ async def update_job(client: KubeClient, kind: str, namespace: str, name: str, p
         validate_update(kind, name, new, old, namespace)
         if new == old:
             return job_object(kind, raw)
-        updated: JsonDict = copy.deepcopy(raw)
-        updated.setdefault("data", {})["manifest"] = json.dumps(new, sort_keys=True)
         try:
-            written = await client.replace(record_path(namespace, str(meta["name"])), updated)
+            written = await write_record(client, raw, None, {}, manifest=new)
         except NotFound as exc:
             raise JobNotFound(kind, namespace, name, verb="PATCH") from exc
         except Conflict:

@@ -80,8 +80,8 @@ async def get_record(client: KubeClient, namespace: str, name: str) -> JsonDict 
 
 
 async def write_record(client: KubeClient, raw: Mapping[str, Any], status: Mapping[str, Any] | None,
-                       annotations: Mapping[str, str | None]) -> JsonDict:
-    """PUT the record with its resourceVersion; a concurrent writer gets a Conflict."""
+                       annotations: Mapping[str, str | None], *, manifest: Mapping[str, Any] | None = None) -> JsonDict:
+    """PUT the record with its resourceVersion (and a new manifest, if given); a concurrent writer gets a Conflict."""
     updated: JsonDict = json.loads(json.dumps(raw))
     meta = updated.setdefault("metadata", {})
     current = dict(meta.get("annotations") or {})
@@ -93,6 +93,8 @@ async def write_record(client: KubeClient, raw: Mapping[str, Any], status: Mappi
     meta["annotations"] = current
     if status is not None:
         updated.setdefault("data", {})["status"] = json.dumps(status, sort_keys=True)
+    if manifest is not None:
+        updated.setdefault("data", {})["manifest"] = json.dumps(manifest, sort_keys=True)
     return await client.replace(record_path(meta["namespace"], meta["name"]), updated)
 
 
