@@ -124,11 +124,11 @@ def bench_tfjob(workers: int, ps: int) -> dict[str, Any]:
 
 def bench_many(jobs: int, nodes_per_job: int) -> dict[str, Any]:
     """Many BroadcastJobs reconciled at once in one event loop with the shared client (one triggerer's load)."""
-    from airflow_broadcast.cluster.drivers import driver_for
     from airflow_broadcast.cluster.job_submission import submit_job
-    from airflow_broadcast.cluster.loop_monitor import LoopLag
+    from airflow_broadcast.cluster.kinds.registry import driver_for
     from airflow_broadcast.cluster.reconcile_loop import run_reconcile_loop
-    from airflow_broadcast.specs.broadcast_job_spec import parse_broadcast_job, to_manifest
+    from airflow_broadcast.specs.broadcast_job.spec import parse_broadcast_job, to_manifest
+    from airflow_broadcast.triggers.loop_lag import LoopLag
     from tests.support.engine import kube_client
 
     kubeconfig, core = _cluster()
@@ -167,7 +167,7 @@ def bench_many(jobs: int, nodes_per_job: int) -> dict[str, Any]:
 
 
 def _span(summary: dict[str, Any]) -> float | None:
-    from airflow_broadcast.reconcilers.timestamps import from_rfc3339
+    from airflow_broadcast.specs.timestamps import from_rfc3339
 
     start, end = from_rfc3339(summary.get("startTime")), from_rfc3339(summary.get("completionTime"))
     return None if start is None or end is None else round(end - start, 1)

@@ -6,7 +6,7 @@ import asyncio
 
 from airflow_broadcast.cluster.api_errors import NotFound
 from airflow_broadcast.cluster.kube_client import KubeClient
-from airflow_broadcast.reconcilers.broadcast_pods import RECORD_UID_LABEL
+from airflow_broadcast.reconcilers.broadcast_job.pods import RECORD_UID_LABEL
 
 
 async def stop_active_children(client: KubeClient, namespace: str, record_name: str, uid: str) -> int:

@@ -14,7 +14,7 @@ from airflow_broadcast.reconcilers.observed import (
     ServiceInfo,
     assigned_node,
 )
-from airflow_broadcast.reconcilers.timestamps import from_rfc3339
+from airflow_broadcast.specs.timestamps import from_rfc3339
 
 JsonDict = dict[str, Any]
 PRIORITY_CLASSES_PATH = "/apis/scheduling.k8s.io/v1/priorityclasses"

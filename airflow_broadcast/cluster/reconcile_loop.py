@@ -33,7 +33,7 @@ from airflow_broadcast.cluster.observation import record_view
 from airflow_broadcast.cluster.plan_executor import ChildEventStyle, PlanExecutor
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.reconcilers.plan import Plan, earliest
-from airflow_broadcast.reconcilers.timestamps import from_rfc3339, to_rfc3339
+from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
 
 log = logging.getLogger(__name__)
 RESYNC_SECONDS = 30.0

@@ -23,7 +23,7 @@ from airflow_broadcast.cluster.job_records import (
     records_path,
 )
 from airflow_broadcast.cluster.kube_client import KubeClient
-from airflow_broadcast.reconcilers.timestamps import from_rfc3339
+from airflow_broadcast.specs.timestamps import from_rfc3339
 
 log = logging.getLogger(__name__)
 UNREAD_GRACE_SECONDS = 600.0

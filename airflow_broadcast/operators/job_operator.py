@@ -20,7 +20,7 @@ from airflow_broadcast.operators.job_runtime import (
     execution_deadline,
     run_inline,
 )
-from airflow_broadcast.reconcilers.timestamps import from_rfc3339
+from airflow_broadcast.specs.timestamps import from_rfc3339
 from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger
 from airflow_broadcast.version_compat import BaseOperator
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
-from airflow_broadcast.cluster.drivers import driver_for
 from airflow_broadcast.cluster.job_control import stop_active_children
 from airflow_broadcast.cluster.job_events import record_job_deleted
 from airflow_broadcast.cluster.job_records import (
@@ -24,11 +23,12 @@ from airflow_broadcast.cluster.job_records import (
     read_status,
     write_record,
 )
+from airflow_broadcast.cluster.kinds.registry import driver_for
 from airflow_broadcast.cluster.pod_logs import log_tails
 from airflow_broadcast.cluster.reconcile_loop import run_reconcile_loop
 from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
-from airflow_broadcast.reconcilers.timestamps import from_rfc3339, to_rfc3339
+from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
 from airflow_broadcast.triggers.progress import ProgressLog
 
 DEFER_MARGIN_SECONDS = 60.0

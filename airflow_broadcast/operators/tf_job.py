@@ -6,16 +6,16 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from airflow_broadcast.cluster.kinds.kueue import QUEUE_LABEL, check_local_queue
+from airflow_broadcast.cluster.kinds.pod_groups import check_pod_group_api
 from airflow_broadcast.cluster.kube_client import KubeClient
-from airflow_broadcast.cluster.kueue import QUEUE_LABEL, check_local_queue
-from airflow_broadcast.cluster.pod_group_api import check_pod_group_api
 from airflow_broadcast.operators.job_operator import KubernetesJobOperator, ParsedJob
-from airflow_broadcast.reconcilers.tf_gang_scheduling import GangScheduler, gang_scheduler
-from airflow_broadcast.reconcilers.tf_job_options import TFJobOptions
+from airflow_broadcast.reconcilers.tf_job.gang_scheduling import GangScheduler, gang_scheduler
+from airflow_broadcast.reconcilers.tf_job.options import TFJobOptions
 from airflow_broadcast.specs.field_errors import InvalidSpecError, invalid
-from airflow_broadcast.specs.k8s_name_rules import is_valid_label_value
 from airflow_broadcast.specs.manifest_text import parse_manifest
-from airflow_broadcast.specs.tf_job_spec import parse_tf_job
+from airflow_broadcast.specs.name_rules import is_valid_label_value
+from airflow_broadcast.specs.tf_job.spec import parse_tf_job
 
 
 def tf_driver_options(cluster_domain: str, compat: bool, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -16,11 +16,11 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
-from airflow_broadcast.cluster.drivers import driver_for
-from airflow_broadcast.cluster.loop_monitor import LoopLag
+from airflow_broadcast.cluster.kinds.registry import driver_for
 from airflow_broadcast.cluster.reconcile_loop import run_reconcile_loop
 from airflow_broadcast.cluster.ttl_sweeper import sweep_in_background
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
+from airflow_broadcast.triggers.loop_lag import LoopLag
 from airflow_broadcast.triggers.progress import ProgressLog
 
 LOOP_LAG_ENV = "AIRFLOW_BROADCAST_MEASURE_LOOP_LAG"

@@ -311,7 +311,7 @@ def test_gang_scheduling_without_the_podgroup_permission_stops_naming_it(
 
 def test_gang_scheduling_without_the_podgroup_permission_fails_before_the_job_is_submitted(
         grants: Grants, restricted_engine: Any, namespace: str, core_api: client.CoreV1Api) -> None:
-    from airflow_broadcast.cluster.pod_group_api import PodGroupApiError
+    from airflow_broadcast.cluster.kinds.pod_groups import PodGroupApiError
     from airflow_broadcast.operators.tf_job import TFJobOperator
 
     grants.namespace_role()

@@ -16,14 +16,14 @@ from kubernetes import client
 from kubernetes_asyncio import client as async_client
 from kubernetes_asyncio import config as async_config
 
-from airflow_broadcast.cluster.drivers import driver_for
 from airflow_broadcast.cluster.informers import stop_informers
 from airflow_broadcast.cluster.job_records import record_name
 from airflow_broadcast.cluster.job_submission import Submission, submit_job
+from airflow_broadcast.cluster.kinds.registry import driver_for
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.reconcile_loop import LoopOutcome, run_reconcile_loop
-from airflow_broadcast.specs.broadcast_job_spec import parse_broadcast_job, to_manifest
-from airflow_broadcast.specs.tf_job_spec import parse_tf_job
+from airflow_broadcast.specs.broadcast_job.spec import parse_broadcast_job, to_manifest
+from airflow_broadcast.specs.tf_job.spec import parse_tf_job
 
 T = TypeVar("T")
 

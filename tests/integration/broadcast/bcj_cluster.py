@@ -15,11 +15,11 @@ from typing import Any
 from support.engine import Engine, kube_client
 from support.waits import wait_until
 
-from airflow_broadcast.cluster.drivers import driver_for
 from airflow_broadcast.cluster.job_records import record_name
 from airflow_broadcast.cluster.job_submission import Submission
+from airflow_broadcast.cluster.kinds.registry import driver_for
 from airflow_broadcast.cluster.reconcile_loop import LoopOutcome, run_reconcile_loop
-from airflow_broadcast.reconcilers.broadcast_pods import JOB_NAME_LABEL, JOB_UID_LABEL
+from airflow_broadcast.reconcilers.broadcast_job.pods import JOB_NAME_LABEL, JOB_UID_LABEL
 
 SIM = "sim.airflow-broadcast.io"
 KIND = "BroadcastJob"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from bcj_cluster import KIND, bcj, condition, events, job_pods, owned_pod, pods_by_node, reasons
 
-from airflow_broadcast.reconcilers.broadcast_pods import pod_name_for
+from airflow_broadcast.reconcilers.broadcast_job.pods import pod_name_for
 
 pytestmark = pytest.mark.cluster
 

@@ -11,7 +11,7 @@ from support.waits import wait_until
 
 from airflow_broadcast.cluster.job_records import EXPIRES_AT, RESULT_READ
 from airflow_broadcast.cluster.ttl_sweeper import UNREAD_GRACE_SECONDS, sweep_expired_records
-from airflow_broadcast.reconcilers.timestamps import from_rfc3339, to_rfc3339
+from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
 
 pytestmark = pytest.mark.cluster
 

@@ -20,7 +20,7 @@ from bcj_cluster import (
 )
 from support.waits import wait_until
 
-from airflow_broadcast.reconcilers.broadcast_pods import pod_name_for
+from airflow_broadcast.reconcilers.broadcast_job.pods import pod_name_for
 
 pytestmark = pytest.mark.cluster
 

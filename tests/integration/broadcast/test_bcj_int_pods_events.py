@@ -8,7 +8,7 @@ import pytest
 from bcj_cluster import HOLD_FINALIZER, KIND, bcj, events, job_pods, owned_pod, pods_by_node, reasons
 from support.waits import wait_until
 
-from airflow_broadcast.reconcilers.broadcast_pods import JOB_NAME_LABEL, JOB_UID_LABEL, pod_name_for
+from airflow_broadcast.reconcilers.broadcast_job.pods import JOB_NAME_LABEL, JOB_UID_LABEL, pod_name_for
 
 pytestmark = pytest.mark.cluster
 

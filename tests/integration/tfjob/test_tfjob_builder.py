@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client
 from tfjob_it_support import KIND, condition_summary, is_true, job_pods, job_services, succeed, tf_config_of
 
-from airflow_broadcast.specs.tf_job_builder import tf_job_from_callable, tf_job_from_image
+from airflow_broadcast.specs.tf_job.builder import tf_job_from_callable, tf_job_from_image
 
 pytestmark = pytest.mark.cluster
 

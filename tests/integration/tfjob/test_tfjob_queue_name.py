@@ -13,8 +13,8 @@ from kubernetes import client
 from tfjob_it_support import KIND, replica, tf_manifest
 
 from airflow_broadcast.cluster.job_records import read_manifest
+from airflow_broadcast.cluster.kinds.kueue import QUEUE_LABEL
 from airflow_broadcast.cluster.kube_client import KubeClient
-from airflow_broadcast.cluster.kueue import QUEUE_LABEL
 from airflow_broadcast.operators.tf_job import TFJobOperator
 
 pytestmark = pytest.mark.cluster

@@ -10,9 +10,9 @@ import pytest
 from kubernetes import client
 from tfjob_it_support import KIND, is_true, job_pods, replica, tf_manifest
 
-from airflow_broadcast.cluster.drivers import driver_for
 from airflow_broadcast.cluster.job_records import record_name
 from airflow_broadcast.cluster.job_submission import Submission
+from airflow_broadcast.cluster.kinds.registry import driver_for
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.reconcile_loop import LoopOutcome, record_informer, run_reconcile_loop
 

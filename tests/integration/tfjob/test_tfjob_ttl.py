@@ -28,7 +28,7 @@ from tfjob_it_support import (
 
 from airflow_broadcast.cluster.job_records import record_name
 from airflow_broadcast.cluster.ttl_sweeper import UNREAD_GRACE_SECONDS, sweep_expired_records
-from airflow_broadcast.reconcilers.timestamps import to_rfc3339
+from airflow_broadcast.specs.timestamps import to_rfc3339
 
 pytestmark = pytest.mark.cluster
 

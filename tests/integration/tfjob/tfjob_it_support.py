@@ -14,8 +14,8 @@ from typing import Any
 
 from kubernetes import client, watch
 
-from airflow_broadcast.cluster.drivers import driver_for
 from airflow_broadcast.cluster.job_records import record_name
+from airflow_broadcast.cluster.kinds.registry import driver_for
 from airflow_broadcast.cluster.reconcile_loop import LoopOutcome, run_reconcile_loop
 
 SIM = "sim.airflow-broadcast.io"

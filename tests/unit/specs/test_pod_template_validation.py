@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from airflow_broadcast.specs.k8s_name_rules import (
+from airflow_broadcast.specs.name_rules import (
     is_qualified_name,
     is_valid_label_value,
     is_valid_port_name,
     regex_error,
 )
-from airflow_broadcast.specs.pod_template_validation import parse_quantity, validate_pod_template
+from airflow_broadcast.specs.pod_template import parse_quantity, validate_pod_template
 
 P = "spec.template"
 DNS_LABEL_MSG = (

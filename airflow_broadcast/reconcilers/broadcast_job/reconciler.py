@@ -1,0 +1,316 @@
+"""One BroadcastJob reconcile pass, in OpenKruise's order of operations (broadcastjob.md §3.2).
+
+Pure: the caller passes the spec, the job record, every node, the job's pods and
+`now`; the pass returns a Plan. Upstream defects marked [F] are fixed unless
+`kruise_compat` asks for the upstream behaviour.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import check_node_fitness, compile_fitness
+from airflow_broadcast.reconcilers.broadcast_job.pods import (
+    UNSCHEDULABLE_REASON,
+    PodBuckets,
+    attempt_of,
+    build_pod,
+    classify,
+    is_owned,
+    map_pods_to_nodes,
+    node_result,
+    unschedulable_detail,
+)
+from airflow_broadcast.reconcilers.observed import JobRecord, NodeInfo, PodInfo
+from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan, earliest
+from airflow_broadcast.specs.broadcast_job.spec import BroadcastJobSpec
+from airflow_broadcast.specs.int_or_percent import scaled_value
+from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
+
+PAUSED_BY_POLICY = "airflow-broadcast.io/paused-by-failure-policy"
+FAILFAST_MESSAGE = "failure policy is FailurePolicyTypeFailFast and failed pod is found"
+FAILFAST_REASON = "failed pod is found"
+
+
+@dataclass(frozen=True)
+class BroadcastOptions:
+    """Switches that change behaviour: pinning mode (P4/P5) and upstream-compat for [F] items."""
+
+    assign_by_scheduler: bool = True
+    kruise_compat: bool = False
+
+
+def job_finished(status: Mapping[str, Any]) -> str | None:
+    """"Complete" or "Failed" once such a True condition exists, else None."""
+    for cond in status.get("conditions") or []:
+        if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
+            return str(cond["type"])
+    return None
+
+
+def _ttl_plan(spec: BroadcastJobSpec, status: Mapping[str, Any], now: float) -> Plan:
+    """RC4: a finished Always job only waits for its TTL (T1-T4, T7)."""
+    ttl = spec.completion_policy.ttl_seconds_after_finished
+    completed = from_rfc3339(status.get("completionTime"))
+    if ttl is None or completed is None:
+        return Plan(finished=True)
+    left = completed + ttl - now
+    if left <= 0:
+        return Plan(finished=True, delete_job=True)
+    return Plan(finished=True, requeue_after=left)
+
+
+def _condition(kind: str, message: str, now: float) -> dict[str, Any]:
+    stamp = to_rfc3339(now)
+    return {"type": kind, "status": "True", "reason": kind, "message": message,
+            "lastProbeTime": stamp, "lastTransitionTime": stamp}
+
+
+class _Pass:
+    """Mutable scratch state of one pass; `run()` returns the Plan."""
+
+    def __init__(self, spec: BroadcastJobSpec, record: JobRecord, nodes: Sequence[NodeInfo],
+                 pods: Sequence[PodInfo], now: float, options: BroadcastOptions) -> None:
+        self.spec, self.record, self.nodes, self.now, self.options = spec, record, nodes, now, options
+        owner_kind = str(record.owner_reference.get("kind") or "") or None
+        self.pods = [p for p in pods if is_owned(p, spec.name, record.uid, owner_kind)]
+        self.status: dict[str, Any] = copy.deepcopy(dict(record.status))
+        self.events: list[JobEvent] = []
+        self.deletes: list[DeleteChild] = []
+        self.creates: list[dict[str, Any]] = []
+        self.annotations: dict[str, str | None] = {}
+        self.requeue: float | None = None
+        self.finished = False
+        self.first_pass = False
+
+    # ---- helpers ---------------------------------------------------------------------
+    def _event(self, type_: str, reason: str, message: str) -> None:
+        self.events.append(JobEvent(type_, reason, message))
+
+    def _counts_suffix(self) -> str:
+        return f": {self.status['succeeded']} pods succeeded, {self.status['failed']} pods failed"
+
+    def _deadline_left(self) -> float | None:
+        """Seconds until the active deadline (D1/D2), or None when there is none (D5).
+
+        The first pass measures from `now` itself, as upstream's in-memory startTime does, so
+        its timer is exactly ADS (D9); later passes use the persisted (whole-second) startTime.
+        """
+        ads = self.spec.completion_policy.active_deadline_seconds
+        started = self.now if self.first_pass else from_rfc3339(self.status.get("startTime"))
+        if ads is None or started is None or self.spec.completion_policy.type == "Never":
+            return None
+        return started + ads - self.now
+
+    def _delete(self, pods: Sequence[PodInfo], reason: str) -> int:
+        for pod in pods:
+            self.deletes.append(DeleteChild("Pod", pod.name, pod.uid, reason))
+        return len(pods)
+
+    def _finish(self, kind: str, message: str) -> None:
+        stamp = to_rfc3339(self.now)
+        self.status.setdefault("conditions", [])
+        self.status["conditions"] = [*self.status["conditions"], _condition(kind, message, self.now)]
+        self.status["completionTime"] = stamp
+        self.finished = True
+        # finishJob replaces any pending timer: a finished job only waits for its TTL (T2/T3).
+        ttl = self.spec.completion_policy.ttl_seconds_after_finished
+        self.requeue = None if ttl is None else float(ttl + 1)
+
+    # ---- the pass ----------------------------------------------------------------------
+    def run(self) -> Plan:
+        if self.spec.completion_policy.type != "Never" and job_finished(self.record.status):
+            return _ttl_plan(self.spec, self.record.status, self.now)
+        self.first_pass = not self.status.get("startTime")
+        if self.first_pass:
+            self.status["startTime"] = to_rfc3339(self.now)
+        if not self.status.get("phase"):
+            self.status["phase"] = "paused" if self.spec.paused else "running"
+        deadline_left = self._deadline_left()
+        # D8/D9: upstream arms one in-memory timer on the first pass, for literal "Always" only;
+        # the fixed mode re-arms it from the persisted startTime on every pass. A deadline that
+        # has passed needs no timer: this pass enforces it, or the job is paused (D6) and only
+        # an unpause, itself an event, can let it fire.
+        if deadline_left is not None and deadline_left > 0 and (
+            not self.options.kruise_compat or (self.first_pass and self.spec.completion_policy.type == "Always")
+        ):
+            self.requeue = earliest(self.requeue, deadline_left)
+
+        node_to_pod, duplicate_events = map_pods_to_nodes(self.pods)
+        self.events.extend(duplicate_events)
+        buckets = classify(self.pods, self.spec.failure_policy.restart_limit)
+        desired, rest, misfits, ineligible = self._nodes_to_run(node_to_pod)
+        self.status.update(active=len(buckets.active), failed=len(buckets.failed),
+                           succeeded=len(buckets.succeeded), desired=len(desired))
+        self._record_nodes(desired, ineligible)
+        return self._decide(buckets, desired, rest, misfits)
+
+    def _nodes_to_run(self, node_to_pod: Mapping[str, PodInfo]) -> tuple[
+            dict[str, PodInfo | None], list[str], list[PodInfo], dict[str, str]]:
+        """getNodesToRunPod (§3.6), over nodes sorted by name so creation order is stable (R16)."""
+        desired: dict[str, PodInfo | None] = {}
+        rest: list[str] = []
+        misfits: list[PodInfo] = []
+        ineligible: dict[str, str] = {}
+        template_fits = compile_fitness(self.spec.template.get("spec") or {}, template=True)
+        for node in sorted(self.nodes, key=lambda n: n.name):
+            pod = node_to_pod.get(node.name)
+            if pod is not None:
+                reason = check_node_fitness(pod.spec, node)
+                if reason is not None and not pod.deleting:
+                    misfits.append(pod)
+                    ineligible[node.name] = reason
+                else:
+                    desired[node.name] = pod
+                continue
+            reason = template_fits(node)
+            if reason is None:
+                rest.append(node.name)
+                desired[node.name] = None
+            else:
+                ineligible[node.name] = reason
+        return desired, rest, misfits, ineligible
+
+    def _record_nodes(self, desired: Mapping[str, PodInfo | None], ineligible: Mapping[str, str]) -> None:
+        """Per-node results (S11, L12): a node keeps its last terminal result even if its pod goes."""
+        previous = self.status.get("nodes") or {}
+        results: dict[str, Any] = {}
+        for node, pod in desired.items():
+            if pod is not None:
+                results[node] = node_result(pod)
+                self._surface_unschedulable(node, pod, previous.get(node) or {})
+            elif node in previous and previous[node].get("phase") in ("Succeeded", "Failed"):
+                results[node] = previous[node]
+        self.status["nodes"] = results
+        self.status["ineligibleNodes"] = dict(ineligible)
+
+    def _surface_unschedulable(self, node: str, pod: PodInfo, before: Mapping[str, Any]) -> None:
+        """L11 fixed: a Warning when a node's pod turns unschedulable (once, not on every pass)."""
+        detail = unschedulable_detail(pod)
+        if detail is None or self.options.kruise_compat:
+            return
+        if (before.get("pod"), before.get("reason"), before.get("attempt", 1)) == (
+                pod.name, UNSCHEDULABLE_REASON, attempt_of(pod)):
+            return
+        self._event("Warning", "PodUnschedulable", f"Pod {pod.name} for node {node} cannot be scheduled: {detail}")
+
+    def _decide(self, buckets: PodBuckets, desired: Mapping[str, PodInfo | None], rest: list[str],
+                misfits: list[PodInfo]) -> Plan:
+        phase = self.status["phase"]
+        if phase == "failed":  # RC13
+            return self._plan()
+        paused_by_policy = self.record.annotations.get(PAUSED_BY_POLICY) == "true"
+        if self.spec.paused and phase in ("running", "paused"):  # RC14
+            self.status["phase"] = "paused"
+            return self._plan()
+        failed = self.status["failed"]
+        if paused_by_policy and not self.options.kruise_compat:
+            if failed > 0 and self.spec.failure_policy.type == "Pause":
+                self.status["phase"] = "paused"  # F10 fixed: stay paused, no event flapping
+                return self._plan()
+            self.annotations[PAUSED_BY_POLICY] = None
+        if phase == "paused" and not self.spec.paused:  # RC15
+            self.status["phase"] = "running"
+            self._event("Normal", "Continue", "continue to process job")
+
+        job_failed, message, reason = False, "", ""
+        if failed > 0:  # RC16
+            policy = self.spec.failure_policy.type
+            if policy == "Pause":
+                self._event("Warning", "Paused", "job is paused, due to failed pod")
+                self.status["phase"] = "paused"
+                if not self.options.kruise_compat:
+                    self.annotations[PAUSED_BY_POLICY] = "true"
+                return self._plan()
+            if policy == "FailFast":
+                job_failed, message, reason = True, FAILFAST_MESSAGE, FAILFAST_REASON
+                if self.options.kruise_compat:
+                    self._event("Warning", reason, message + self._counts_suffix())
+        if not job_failed:  # RC17
+            left = self._deadline_left()
+            if left is not None and left <= 0:
+                job_failed, reason = True, "DeadlineExceeded"
+                message = f"Job {self.record.namespace}/{self.spec.name} was active longer than specified deadline"
+
+        if job_failed:  # RC18
+            deleted = self._delete(buckets.active, reason)
+            self.status["failed"] += deleted
+            self.status["active"] -= deleted
+            self.status["phase"] = "failed"
+            self.status["failureReason"] = "FailedPodFound" if reason == FAILFAST_REASON else reason
+            self._finish("Failed", message)
+            self._event("Warning", reason, message + self._counts_suffix())
+            return self._plan()
+
+        if misfits:
+            deleted = self._delete(misfits, "NodeNoLongerEligible")
+            self.status["failed"] += deleted
+            self.status["active"] -= deleted
+        create_limit = None
+        if not self.record.deleting and rest:
+            create_limit = self._plan_creates(rest)
+        if self._complete(desired):
+            self.status["phase"] = "completed"
+            succeeded, failed_n = self.status["succeeded"], self.status["failed"]
+            self._finish("Complete", f"Job completed, {succeeded} pods succeeded, {failed_n} pods failed")
+            self._event("Normal", "JobComplete", f"Job {self.record.namespace}/{self.spec.name} is completed, "
+                                                 f"{succeeded} pods succeeded, {failed_n} pods failed")
+        return self._plan(create_limit)
+
+    def _plan_creates(self, rest: list[str]) -> int | None:
+        """reconcilePods (§3.9): up to parallelism - active new pods, in slow-start batches."""
+        try:
+            parallelism = scaled_value(self.spec.parallelism, self.status["desired"], round_up=True)
+        except ValueError:
+            return None  # R13: no creation for a malformed value (validation normally refuses it)
+        active = int(self.status["active"])
+        if active > parallelism:
+            self._event("Warning", "TooManyActivePods", "Number of active pods exceed parallelism limit")
+            return None
+        diff = min(parallelism - active, len(rest))
+        previous = self.record.status.get("nodes") or {}
+        for node in rest[:diff]:
+            # P12: a node that had a pod before (deleted by hand or by GC) is re-run as the next attempt.
+            attempt = int((previous.get(node) or {}).get("attempt", 1)) + 1 if node in previous else 1
+            pod = build_pod(self.spec.name, self.record.namespace, self.spec.template,
+                            self.record, node, self.options.assign_by_scheduler, attempt)
+            self.creates.append(pod)
+            # Recorded at once, so a pod deleted before any pass saw it still counts as an attempt;
+            # the node's last finished result is kept beside the re-run (L12).
+            entry: dict[str, Any] = {"pod": pod["metadata"]["name"], "phase": "Pending", "restarts": 0,
+                                     "attempt": attempt}
+            last = self.status["nodes"].get(node) or previous.get(node) or {}
+            if last.get("phase") in ("Succeeded", "Failed"):
+                entry["previous"] = {k: v for k, v in last.items() if k != "previous"}
+            self.status["nodes"][node] = entry
+        return diff
+
+    def _complete(self, desired: Mapping[str, PodInfo | None]) -> bool:
+        """isJobComplete (§3.8): every desired node has a finished or terminating pod."""
+        if self.spec.completion_policy.type == "Never" or not desired:
+            return False
+        return all(pod is not None and (pod.terminal or pod.deleting) for pod in desired.values())
+
+    def _plan(self, create_limit: int | None = None) -> Plan:
+        changed = self.status != dict(self.record.status)
+        return Plan(
+            create_pods=tuple(self.creates),
+            deletes=tuple(self.deletes),
+            create_limit=create_limit,
+            status=self.status if changed or self.creates else None,
+            record_annotations=self.annotations,
+            events=tuple(self.events),
+            requeue_after=self.requeue,
+            finished=self.finished,
+            count_created_as_active=True,
+        )
+
+
+def reconcile_broadcast_job(spec: BroadcastJobSpec, record: JobRecord, nodes: Sequence[NodeInfo],
+                            pods: Sequence[PodInfo], now: float,
+                            options: BroadcastOptions | None = None) -> Plan:
+    """One pass of the BroadcastJob controller over the observed state at `now`."""
+    return _Pass(spec, record, nodes, pods, now, options or BroadcastOptions()).run()

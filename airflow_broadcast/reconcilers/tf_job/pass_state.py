@@ -1,0 +1,137 @@
+"""The scratch state of one TFJob reconcile pass, and its primitive actions.
+
+tf_job_reconciler decides what a pass does; this module holds what it works on (the
+observed children, the status being built, the plan being collected) and the small
+actions it repeats: conditions, deletes, cleanPodPolicy, TTL, and the gang PodGroup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from airflow_broadcast.reconcilers.observed import JobRecord, PodGroupInfo, PodInfo, ServiceInfo
+from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, earliest
+from airflow_broadcast.reconcilers.tf_job import status as st
+from airflow_broadcast.reconcilers.tf_job.children import by_replica_type, clone
+from airflow_broadcast.reconcilers.tf_job.cluster_config import TFConfigRenderer
+from airflow_broadcast.reconcilers.tf_job.gang_scheduling import (
+    TERMINATED_MESSAGE,
+    delays_pod_creation,
+    gang_scheduler,
+    own_pod_group,
+    pod_group_manifest,
+)
+from airflow_broadcast.reconcilers.tf_job.options import TFJobOptions
+from airflow_broadcast.specs.tf_job.spec import CLEAN_POD_NONE, CLEAN_POD_RUNNING, WORKER, TFJobSpec
+from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
+
+LAST_RECONCILE_REFRESH = 60.0  # L4: how often a pass waiting for Volcano refreshes lastReconcileTime
+
+
+class PassState:
+    """Scratch state of one pass and the primitive actions every kind of pass uses."""
+
+    def __init__(self, spec: TFJobSpec, record: JobRecord, pods: Sequence[PodInfo],
+                 services: Sequence[ServiceInfo], now: float, options: TFJobOptions, *,
+                 pod_groups: Sequence[PodGroupInfo] = (), priorities: Mapping[str, int] | None = None) -> None:
+        self.spec, self.record, self.now, self.options = spec, record, now, options
+        self.pods = [p for p in pods if p.owner_uid == record.uid]
+        self.services = [s for s in services if s.owner_uid == record.uid]
+        self.original: dict[str, Any] = clone(record.status)
+        self.status: dict[str, Any] = clone(record.status)
+        self.events: list[JobEvent] = []
+        self.deletes: list[DeleteChild] = []
+        self.deleted: set[tuple[str, str]] = set()
+        self.pod_creates: list[dict[str, Any]] = []
+        self.service_creates: list[dict[str, Any]] = []
+        self.requeue: float | None = None
+        self.delete_job = False
+        self.pods_by_type: dict[str, list[PodInfo]] = by_replica_type(self.pods)
+        self.failed_pods: dict[str, list[tuple[int, PodInfo]]] = {}
+        self.warnings: dict[str, tuple[str, str]] = {}
+        self.worker0_completed = WORKER not in spec.replica_specs
+        self._renderer: TFConfigRenderer | None = None
+        self.gang = gang_scheduler(options.gang_scheduler, options.gang_scheduler_name)
+        self.pod_group = own_pod_group(pod_groups, spec, record) if self.gang is not None else None
+        self.priorities: Mapping[str, int] = priorities or {}
+        self.object_creates: list[dict[str, Any]] = []
+
+
+    # ---- helpers -------------------------------------------------------------------------------
+    def _event(self, kind: str, reason: str, message: str) -> None:
+        self.events.append(JobEvent(kind, reason, message))
+
+    def _set(self, kind: str, status: str, reason: str, message: str) -> bool:
+        return st.set_condition(self.status, kind, status, reason, message, self.now,
+                                succeeded_is_terminal=not self.options.compat_succeeded_then_failed)
+
+    def _delete(self, child: PodInfo | ServiceInfo, why: str) -> None:
+        """Delete a child once per pass, unless it is already terminating (G5); uid-guarded."""
+        kind = "Pod" if isinstance(child, PodInfo) else "Service"
+        if child.deleting or (kind, child.name) in self.deleted:
+            return
+        self.deleted.add((kind, child.name))
+        self.deletes.append(DeleteChild(kind, child.name, child.uid, why))
+        self._event("Normal", f"SuccessfulDelete{kind}", f"Deleted {kind.lower()}: {child.name}")
+
+    def _clean_up(self, policy: str, why: str) -> None:
+        """`DeletePodsAndServices` (G1-G5): None keeps all, Running takes Running/Pending, else all."""
+        if policy == CLEAN_POD_NONE:
+            return
+        services = {s.name: s for s in self.services}
+        for pod in self.pods:
+            if policy == CLEAN_POD_RUNNING and pod.phase not in ("Running", "Pending"):
+                continue
+            self._delete(pod, why)
+            if pod.name in services:
+                self._delete(services[pod.name], why)
+        if policy != CLEAN_POD_RUNNING:
+            for service in self.services:
+                self._delete(service, why)
+
+    def _ttl(self, *, may_delete: bool) -> None:
+        """`CleanupJob` (H1-H6): delete the job once completionTime + TTL has passed, else wake then."""
+        ttl = self.spec.run_policy.ttl_seconds_after_finished
+        if ttl is None or self.spec.run_policy.suspend:
+            return
+        done = st.finished_at(self.status)
+        if done is None:
+            done = self.now
+        if self.status.get("completionTime") is None:
+            self.status["completionTime"] = to_rfc3339(done)
+        left = done + ttl - self.now
+        if left <= 0 and may_delete:
+            self.delete_job = True
+            self._event("Normal", "SuccessfulDeleteJob", f"Deleted job: {self.spec.name}")
+        else:
+            self.requeue = earliest(self.requeue, left)
+
+    def _renderer_for_pass(self) -> TFConfigRenderer:
+        if self._renderer is None:
+            self._renderer = TFConfigRenderer(self.spec, self.options.cluster_domain,
+                                              exclude_evaluator=self.options.exclude_evaluator_from_cluster,
+                                              sparse_ps_empty_list=self.options.sparse_ps_empty_list)
+        return self._renderer
+
+    # ---- gang scheduling (L1-L7) ----------------------------------------------------------------
+    def _sync_pod_group(self) -> bool:
+        """Create the PodGroup when missing; True while Volcano has not admitted it (no pods yet, L4)."""
+        assert self.gang is not None
+        if self.pod_group is None:
+            self.object_creates.append(pod_group_manifest(self.spec, self.record, self.gang, self.priorities))
+        if not delays_pod_creation(self.gang, self.pod_group):
+            return False
+        last = from_rfc3339(self.status.get("lastReconcileTime"))
+        if last is None or self.now - last >= LAST_RECONCILE_REFRESH:
+            self.status["lastReconcileTime"] = to_rfc3339(self.now)
+        return True
+
+    def _drop_pod_group(self) -> None:
+        """L7: the job finished, failed or was suspended: delete its PodGroup (JobTerminated first)."""
+        group = self.pod_group
+        if self.gang is None or group is None or group.deleting:
+            return
+        self._event("Normal", "JobTerminated", TERMINATED_MESSAGE)
+        self.deletes.append(DeleteChild("PodGroup", group.name, group.uid, "terminated", self.gang.api_version))
+        self._event("Normal", "SuccessfulDeletePodGroup", f"Deleted PodGroup: {group.name}")

@@ -1,0 +1,1 @@
+"""broadcast_job specs."""

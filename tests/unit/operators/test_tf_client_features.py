@@ -1,0 +1,121 @@
+"""SDK-equivalent features of the Airflow side (checklist N): inputs, conditions, logs, errors, kill."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from airflow_broadcast.cluster.kinds.tf_job import TFJobDriver
+from airflow_broadcast.operators.job_runtime import JobFailedError, JobTimeoutError
+from airflow_broadcast.operators.tf_job import TFJobOperator
+from airflow_broadcast.specs.field_errors import InvalidSpecError
+from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger
+
+MANIFEST = """
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: mnist, namespace: from-manifest, labels: {team: ml}, annotations: {note: x}}
+spec:
+  tfReplicaSpecs:
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers: [{name: tensorflow, image: tf:2}]
+"""
+
+
+@pytest.mark.parametrize("as_dict", [False, True])
+def test_N1_a_full_tfjob_as_yaml_or_dict_with_a_namespace_override(as_dict: bool) -> None:
+    import yaml
+
+    source: Any = yaml.safe_load(MANIFEST) if as_dict else MANIFEST
+    job = TFJobOperator(task_id="t", manifest=source).parse(source, "override", "default")
+    assert (job.name, job.namespace) == ("mnist", "override")
+    assert job.manifest["metadata"]["namespace"] == "override"
+    assert job.manifest["metadata"]["labels"] == {"team": "ml"}
+    assert job.manifest["metadata"]["annotations"] == {"note": "x"}
+    assert "replicas" in job.manifest["spec"]["tfReplicaSpecs"]["Worker"], "stored as written, not defaulted"
+
+
+def _summary(conditions: list[dict[str, str]]) -> dict[str, Any]:
+    record = {"metadata": {"name": "tfjob-mnist", "namespace": "ns", "uid": "u",
+                           "labels": {"airflow-broadcast.io/job-name": "mnist"}}}
+    return TFJobDriver().summary(record, {"conditions": conditions,
+                                          "replicaStatuses": {"Worker": {"active": 1}}})
+
+
+@pytest.mark.parametrize(("conditions", "phase"), [
+    ([], "Created"),
+    ([{"type": "Created", "status": "True"}, {"type": "Running", "status": "True"}], "Running"),
+    ([{"type": "Created", "status": "True"}, {"type": "Restarting", "status": "True"}], "Restarting"),
+    ([{"type": "Running", "status": "False"}, {"type": "Succeeded", "status": "True"}], "Succeeded"),
+    ([{"type": "Succeeded", "status": "True"}, {"type": "Failed", "status": "True"}], "Failed"),
+    ([{"type": "Created", "status": "True"}, {"type": "Suspended", "status": "True"}], "Suspended"),
+])
+def test_N4_phase_and_conditions_in_the_result(conditions: list[dict[str, str]], phase: str) -> None:
+    summary = _summary(conditions)
+    assert summary["phase"] == phase
+    assert summary["conditions"] == conditions
+    assert summary["replicaStatuses"] == {"Worker": {"active": 1, "succeeded": 0, "failed": 0}}
+
+
+def test_N7_log_tails_come_from_the_tensorflow_container() -> None:
+    assert TFJobDriver().log_container({}) == "tensorflow"
+
+
+def test_N9_errors_map_to_value_timeout_and_runtime_errors() -> None:
+    assert issubclass(InvalidSpecError, ValueError)
+    assert issubclass(JobTimeoutError, RuntimeError) and issubclass(JobFailedError, RuntimeError)
+    with pytest.raises(InvalidSpecError, match=r"spec\.tfReplicaSpecs"):
+        TFJobOperator(task_id="t", manifest={}).parse(
+            {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "x"}, "spec": {}}, "ns", "ns")
+
+
+def test_N10_failure_message_names_replica_pod_exit_code_and_reason() -> None:
+    summary = _summary([{"type": "Failed", "status": "True",
+                         "message": "TFJob ns/mnist has failed because 1 Worker replica(s) failed."}])
+    summary["failure"] = {"replicaType": "Worker", "index": 1, "pod": "mnist-worker-1", "exitCode": 137,
+                          "reason": "OOMKilled", "message": ""}
+    message = TFJobDriver().failure(summary)
+    assert message == ("TFJob ns/mnist failed: TFJob ns/mnist has failed because 1 Worker replica(s) failed. "
+                       "Failing replica: Worker 1 (pod mnist-worker-1, exit code 137, OOMKilled).")
+    assert TFJobDriver().failed_children(summary) == ["mnist-worker-1"]
+
+
+async def test_N12_killing_the_task_stops_the_tfjob_pods(monkeypatch: pytest.MonkeyPatch) -> None:
+    stopped: list[str] = []
+
+    async def fake_stop(client: Any, namespace: str, record: str, uid: str) -> int:
+        stopped.append(record)
+        return 3
+
+    class _Hook:
+        async def kube_client(self) -> object:
+            return object()
+
+    async def not_deferred(self: JobReconcileTrigger) -> bool:
+        return False
+
+    monkeypatch.setattr("airflow_broadcast.cluster.job_control.stop_active_children", fake_stop)
+    monkeypatch.setattr(JobReconcileTrigger, "_hook", lambda self: _Hook())
+    monkeypatch.setattr(JobReconcileTrigger, "_still_deferred", not_deferred)
+    await JobReconcileTrigger(kind="TFJob", namespace="ns", record_name="tfjob-mnist", uid="u").on_kill()
+    assert stopped == ["tfjob-mnist"]
+
+
+def test_N6_pods_are_selectable_by_job_role_type_and_index_evaluator_included() -> None:
+    from support.tf_builders import make_record, make_spec
+
+    from airflow_broadcast.reconcilers.tf_job.children import build_pod
+
+    spec = make_spec(replicas={"Chief": 1, "Worker": 2, "Evaluator": 1})
+    record = make_record(spec)
+    labels = {(t, i): build_pod(spec, record, t, i)["metadata"]["labels"]
+              for t, i in (("Chief", 0), ("Worker", 1), ("Evaluator", 0))}
+    prefix = "training.kubeflow.org/"
+    assert all(lbl[f"{prefix}job-name"] == "mnist" for lbl in labels.values())
+    assert labels[("Chief", 0)][f"{prefix}job-role"] == "master"
+    assert labels[("Evaluator", 0)][f"{prefix}replica-type"] == "evaluator"
+    assert labels[("Worker", 1)][f"{prefix}replica-index"] == "1"
