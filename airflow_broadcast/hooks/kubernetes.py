@@ -43,10 +43,10 @@ class BroadcastKubernetesHook(AsyncKubernetesHook):
     async def _new_api_client(self) -> Any:
         from kubernetes_asyncio import client as async_client
 
-        await self._load_config()
+        await self._load_config()  # type: ignore[no-untyped-call]
         configuration = self.client_configuration
         assert configuration is not None  # _load_config always sets it
-        if _truthy(await self._get_field("disable_verify_ssl")):
+        if _truthy(await self._get_field("disable_verify_ssl")):  # type: ignore[no-untyped-call]
             configuration.verify_ssl = False
         if self._is_exec_auth:
             configuration.refresh_api_key_hook = self._refresh_exec_token
@@ -62,11 +62,11 @@ class BroadcastKubernetesHook(AsyncKubernetesHook):
         if now - self._token_loaded_at < EXEC_TOKEN_REFRESH_SECONDS:
             return
         self._token_loaded_at = now
-        await self._load_config()
+        await self._load_config()  # type: ignore[no-untyped-call]
 
     async def default_namespace(self) -> str:
         """The connection's namespace, else `default`."""
-        namespace = await self._get_field("namespace")
+        namespace = await self._get_field("namespace")  # type: ignore[no-untyped-call]
         return str(namespace) if namespace else DEFAULT_NAMESPACE
 
 

@@ -37,7 +37,7 @@ class JobReconcileTrigger(BaseTrigger):
                  deadline: float | None = None, options: Mapping[str, Any] | None = None,
                  resync_seconds: float = 30.0, on_kill_action: str = "delete_active_pods",
                  task_key: Mapping[str, Any] | None = None) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.kind = kind
         self.namespace = namespace
         self.record_name = record_name

@@ -24,7 +24,7 @@ class PodCompletionTrigger(BaseTrigger):
 
     def __init__(self, pod_name: str, namespace: str, kubernetes_conn_id: str = "kubernetes_default",
                  deadline: float | None = None) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.pod_name = pod_name
         self.namespace = namespace
         self.kubernetes_conn_id = kubernetes_conn_id
