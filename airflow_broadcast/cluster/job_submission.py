@@ -19,10 +19,7 @@ from airflow_broadcast.cluster.job_records import (
     record_name,
 )
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
-
-
-class JobConflictError(RuntimeError):
-    """A record with the job's name exists and cannot be re-used (another submitter, or not ours)."""
+from airflow_broadcast.exceptions import JobConflictError
 
 
 @dataclass(frozen=True)

@@ -27,20 +27,13 @@ from airflow_broadcast.cluster.kinds.registry import driver_for
 from airflow_broadcast.cluster.pod_logs import log_tails
 from airflow_broadcast.cluster.reconcile_loop import run_reconcile_loop
 from airflow_broadcast.cluster.worker_loop import run_on_worker
+from airflow_broadcast.exceptions import JobFailedError, JobTimeoutError
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
 from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
 from airflow_broadcast.triggers.progress import ProgressLog
 
 DEFER_MARGIN_SECONDS = 60.0
 T = TypeVar("T")
-
-
-class JobFailedError(RuntimeError):
-    """The job ended Failed; the message names the cause and the failed children."""
-
-
-class JobTimeoutError(RuntimeError):
-    """The task's execution deadline passed while the job was still running."""
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,9 @@ from airflow.sdk import PokeReturnValue
 
 from airflow_broadcast.cluster.job_records import get_record, record_name
 from airflow_broadcast.cluster.worker_loop import run_on_worker
+from airflow_broadcast.exceptions import JobFailedError
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook, connection_namespace
-from airflow_broadcast.operators.job_runtime import JobFailedError, JobTarget, conclude, run_inline
+from airflow_broadcast.operators.job_runtime import JobTarget, conclude, run_inline
 from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger
 from airflow_broadcast.version_compat import BaseSensorOperator
 

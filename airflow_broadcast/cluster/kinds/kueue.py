@@ -9,13 +9,10 @@ from __future__ import annotations
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError, Forbidden, NotFound
 from airflow_broadcast.cluster.kube_client import KubeClient
+from airflow_broadcast.exceptions import QueueCheckError
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 LOCAL_QUEUE_API = "/apis/kueue.x-k8s.io/v1beta1"
-
-
-class QueueCheckError(RuntimeError):
-    """The LocalQueue could not be checked for a reason other than 404 or 403."""
 
 
 def local_queue_path(namespace: str, name: str) -> str:

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError, Forbidden, NotFound
 from airflow_broadcast.cluster.kube_client import KubeClient
-
-
-class PodGroupApiError(RuntimeError):
-    """Gang scheduling is on but PodGroups cannot be used in the namespace."""
+from airflow_broadcast.exceptions import PodGroupApiError
 
 
 async def check_pod_group_api(client: KubeClient, namespace: str, api_version: str) -> None:
