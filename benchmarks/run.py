@@ -149,9 +149,9 @@ def bench_many(jobs: int, nodes_per_job: int) -> dict[str, Any]:
                                          "spec": {"nodeSelector": {"bench-pool": label}, "restartPolicy": "Never",
                                                   "containers": [{"name": "c", "image": "busybox"}]}}}}
             spec = parse_broadcast_job(raw, namespace=namespace)
-            sub = await submit_job(kube, "BroadcastJob", spec.name, namespace, to_manifest(spec), submitter="bench",
-                                   reattach=True, is_finished=driver.is_finished)
-            outcome = await run_reconcile_loop(kube, driver, namespace, sub.name, sub.uid, resync=30.0)
+            record, _ = await submit_job(kube, driver.kind, spec.name, namespace, to_manifest(spec), submitter="bench",
+                                         reattach=True)
+            outcome = await run_reconcile_loop(kube, driver, namespace, record.name, record.uid, resync=30.0)
             return outcome.reason
 
         t0 = time.monotonic()

@@ -7,7 +7,6 @@ from typing import Any
 
 from airflow_broadcast.reconcilers.observed import (
     ContainerExit,
-    JobRecord,
     NodeInfo,
     PodGroupInfo,
     PodInfo,
@@ -105,20 +104,4 @@ def node_significance(node: NodeInfo) -> Hashable:
         node.taints,
         node.unschedulable,
         tuple(sorted(node.allocatable.items())),
-    )
-
-
-def record_view(record: Mapping[str, Any], status: Mapping[str, Any]) -> JobRecord:
-    meta = record.get("metadata") or {}
-    return JobRecord(
-        name=str(meta.get("name", "")),
-        namespace=str(meta.get("namespace", "")),
-        uid=str(meta.get("uid", "")),
-        owner_reference={
-            "apiVersion": "v1", "kind": "ConfigMap", "name": str(meta.get("name", "")),
-            "uid": str(meta.get("uid", "")), "controller": True, "blockOwnerDeletion": True,
-        },
-        status=status,
-        annotations=dict(meta.get("annotations") or {}),
-        deleting=bool(meta.get("deletionTimestamp")),
     )

@@ -11,8 +11,9 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any, Protocol, TypeVar
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError, Forbidden, NotFound, Unauthorized
 from airflow_broadcast.cluster.informers import Informer, shared_informer
@@ -23,14 +24,13 @@ from airflow_broadcast.cluster.job_records import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
     get_record,
-    read_manifest,
-    read_status,
+    record_view,
     records_path,
     write_record,
 )
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
-from airflow_broadcast.cluster.observation import record_view
 from airflow_broadcast.cluster.plan_executor import ChildEventStyle, PlanExecutor
+from airflow_broadcast.reconcilers.kind import JobKind
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.reconcilers.plan import Plan, earliest
 from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 RESYNC_SECONDS = 30.0
 MIN_PASS_INTERVAL = 0.25
 THREAD_THRESHOLD = 200
+ObservedT = TypeVar("ObservedT")
 
 
 @dataclass
@@ -52,30 +53,48 @@ class WatchSet:
     priorities: Informer[Any] | None = None
 
 
-class JobDriver(Protocol):
-    """What the engine needs from a job kind."""
+class JobDriver(Protocol[ObservedT]):
+    """A job kind plus the cluster side of it: what to watch, and what a pass observes from the caches."""
 
-    kind: str
-    style: ChildEventStyle
-    compat_count_failed_creates: bool
+    @property
+    def kind(self) -> JobKind[ObservedT, Any]: ...
+
+    @property
+    def style(self) -> ChildEventStyle: ...
+
+    @property
+    def compat_count_failed_creates(self) -> bool: ...
 
     def watch(self, client: KubeClient, namespace: str) -> WatchSet: ...
 
-    def reconcile(self, manifest: Mapping[str, Any], record: JobRecord, watched: WatchSet, now: float) -> Plan: ...
-
-    def settled(self, manifest: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
-        """True when a waiting task may return although the job is not finished (BroadcastJob `Never`)."""
+    def observe(self, watched: WatchSet, uid: str) -> ObservedT:
+        """A snapshot of the job's children (safe to reconcile in another thread)."""
         ...
+
+
+class LoopReason(StrEnum):
+    """Why the loop stopped; the values are the `status` of the trigger's event."""
+
+    FINISHED = "finished"
+    SETTLED = "settled"
+    PENDING = "pending"
+    GONE = "gone"
+    TIMEOUT = "timeout"
+    INVALID = "invalid"
+    ERROR = "error"
 
 
 @dataclass
 class LoopOutcome:
-    """Why the loop stopped: finished, settled, gone, timeout or invalid; plus the last record."""
+    """Why the loop stopped, the record as last read (None if it was never read), and a message."""
 
-    reason: str
-    record: JsonDict | None
-    status: JsonDict = field(default_factory=dict)
+    reason: LoopReason
+    record: JobRecord | None
     message: str = ""
+
+    @property
+    def status(self) -> Mapping[str, Any]:
+        return self.record.status if self.record is not None else {}
 
 
 def record_informer(client: KubeClient, namespace: str) -> Informer[JsonDict]:
@@ -84,9 +103,9 @@ def record_informer(client: KubeClient, namespace: str) -> Informer[JsonDict]:
 
 
 async def run_reconcile_loop(
-    client: KubeClient, driver: JobDriver, namespace: str, record_name: str, uid: str, *,
+    client: KubeClient, driver: JobDriver[ObservedT], namespace: str, record_name: str, uid: str, *,
     deadline: float | None = None, resync: float = RESYNC_SECONDS,
-    progress: Callable[[Mapping[str, Any], Mapping[str, Any]], None] | None = None, single_pass: bool = False,
+    progress: Callable[[JobRecord], None] | None = None, single_pass: bool = False,
 ) -> LoopOutcome:
     """Drive one job until it finishes (or settles), disappears, or `deadline` (epoch) passes."""
     records = record_informer(client, namespace)
@@ -96,7 +115,7 @@ async def run_reconcile_loop(
             await informer.wait_synced()
     missing = await _sync_optional(watched)
     if missing is not None:
-        return LoopOutcome("error", None, message=missing)
+        return LoopOutcome(LoopReason.ERROR, None, missing)
     wake = asyncio.Event()
     job_name = ""
     subscriptions: list[tuple[Informer[Any], str]] = [(watched.children, uid)]
@@ -110,23 +129,23 @@ async def run_reconcile_loop(
         informer.subscribe(key, wake)
     executor = PlanExecutor(client, namespace, uid, pods=watched.children, services=watched.services,
                             style=driver.style, compat_count_failed_creates=driver.compat_count_failed_creates,
-                            kind=driver.kind, pod_groups=watched.pod_groups)
+                            kind=driver.kind.name, pod_groups=watched.pod_groups)
     try:
         while True:
             raw = records.values.get(record_name)
             if raw is None or (raw.get("metadata") or {}).get("uid") != uid:
-                return LoopOutcome("gone", None, message=f"job record {namespace}/{record_name} (uid {uid}) is gone")
+                message = f"job record {namespace}/{record_name} (uid {uid}) is gone"
+                return LoopOutcome(LoopReason.GONE, None, message)
+            record = record_view(raw)
             if not job_name:
-                job_name = str(((raw.get("metadata") or {}).get("labels") or {}).get(JOB_LABEL, ""))
+                job_name = record.job_name
                 records.subscribe(job_name, wake)
             wake.clear()
-            manifest, status = read_manifest(raw), read_status(raw)
-            record = record_view(raw, status)
             started = time.monotonic()
             try:
-                plan = await _reconcile(driver, manifest, record, watched)
+                plan = await _reconcile(driver, record, watched)
             except ValueError as exc:  # the record's manifest no longer validates (edited by hand)
-                return LoopOutcome("invalid", raw, status, str(exc))
+                return LoopOutcome(LoopReason.INVALID, record, str(exc))
             if plan.delete_job:
                 # TTL deletion belongs to the task that reads the result, or to the sweeper (which
                 # waits for the result to be read): a loop that starts late must not destroy it.
@@ -134,7 +153,7 @@ async def run_reconcile_loop(
                                events=tuple(e for e in plan.events if e.reason != DELETED_JOB_REASON))
             failure = _permanent_watch_error(records, watched)
             if failure is not None:
-                return LoopOutcome("error", raw, status, failure.describe())
+                return LoopOutcome(LoopReason.ERROR, record, failure.describe())
             applied = await executor.apply(plan, raw, EventRecorder(client, raw))
             if applied.conflict:
                 if not await _refresh_record(client, records, namespace, record_name):
@@ -142,21 +161,21 @@ async def run_reconcile_loop(
                 continue
             if applied.record is not None:
                 records.upsert(applied.record, notify=False)
-                raw, status = applied.record, read_status(applied.record)
+                raw, record = applied.record, record_view(applied.record)
             if applied.record_deleted:
-                return LoopOutcome("gone", None, status, "job record deleted (TTL expired)")
+                return LoopOutcome(LoopReason.GONE, record, "job record deleted (TTL expired)")
             if progress is not None:
-                progress(status, raw)
+                progress(record)
             if plan.finished:
-                raw = await _stamp_expiry(client, raw, manifest, status)
-                return LoopOutcome("finished", raw, status)
-            if driver.settled(manifest, status):
-                return LoopOutcome("settled", raw, status)
+                raw = await _stamp_expiry(client, raw, record.manifest, record.status)
+                return LoopOutcome(LoopReason.FINISHED, record_view(raw))
+            if driver.kind.settled(record):
+                return LoopOutcome(LoopReason.SETTLED, record)
             if single_pass:
-                return LoopOutcome("pending", raw, status)
+                return LoopOutcome(LoopReason.PENDING, record)
             now = time.time()
             if deadline is not None and now >= deadline:
-                return LoopOutcome("timeout", raw, status, "the task's execution deadline passed")
+                return LoopOutcome(LoopReason.TIMEOUT, record, "the task's execution deadline passed")
             timeout = earliest(plan.requeue_after, resync, None if deadline is None else deadline - now)
             if applied.create_errors:
                 timeout = earliest(timeout, 2.0)  # R7: failed batches retry soon
@@ -240,31 +259,14 @@ async def _stamp_expiry(client: KubeClient, raw: JsonDict, manifest: Mapping[str
         return raw
 
 
-async def _reconcile(driver: JobDriver, manifest: Mapping[str, Any], record: JobRecord, watched: WatchSet) -> Plan:
-    """Run the pure pass; large jobs run it in a worker thread so the event loop keeps ticking."""
+async def _reconcile(driver: JobDriver[ObservedT], record: JobRecord, watched: WatchSet) -> Plan:
+    """Run the pure pass on a snapshot of the caches; large jobs run it in a worker thread so the loop keeps ticking."""
+    observed = driver.observe(watched, record.uid)
     now = time.time()
     size = len(watched.children.items(record.uid)) + (len(watched.nodes.values) if watched.nodes else 0)
     if size < THREAD_THRESHOLD:
-        return driver.reconcile(manifest, record, watched, now)
-    snapshot = WatchSet(
-        children=_Frozen(watched.children, record.uid),  # type: ignore[arg-type]
-        services=_Frozen(watched.services, record.uid) if watched.services else None,  # type: ignore[arg-type]
-        nodes=_Frozen(watched.nodes, None) if watched.nodes else None,  # type: ignore[arg-type]
-        pod_groups=_Frozen(watched.pod_groups, record.uid) if watched.pod_groups else None,  # type: ignore[arg-type]
-        priorities=_Frozen(watched.priorities, None) if watched.priorities else None,  # type: ignore[arg-type]
-    )
-    return await asyncio.to_thread(driver.reconcile, manifest, record, snapshot, now)
-
-
-class _Frozen:
-    """A read-only copy of an informer's items, safe to read from another thread."""
-
-    def __init__(self, informer: Informer[Any], index: str | None) -> None:
-        self._items = informer.items(index)
-        self.values = {i: v for i, v in enumerate(self._items)}
-
-    def items(self, index_value: str | None = None) -> list[Any]:
-        return self._items
+        return driver.kind.reconcile(record, observed, now)
+    return await asyncio.to_thread(driver.kind.reconcile, record, observed, now)
 
 
 async def _wait(event: asyncio.Event, timeout: float | None) -> None:
@@ -272,11 +274,3 @@ async def _wait(event: asyncio.Event, timeout: float | None) -> None:
         await asyncio.wait_for(event.wait(), timeout)
     except TimeoutError:
         pass
-
-
-async def current_record(client: KubeClient, namespace: str, record_name: str) -> JsonDict | None:
-    """The record as the shared cache has it (started and synced on demand)."""
-    records = record_informer(client, namespace)
-    await records.wait_synced()
-    return records.values.get(record_name)
-

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.job_control import stop_active_children
@@ -19,37 +18,19 @@ from airflow_broadcast.cluster.job_records import (
     RESULT_READ,
     delete_record,
     get_record,
-    read_manifest,
-    read_status,
+    record_view,
     write_record,
 )
-from airflow_broadcast.cluster.kinds.registry import driver_for
 from airflow_broadcast.cluster.pod_logs import log_tails
-from airflow_broadcast.cluster.reconcile_loop import run_reconcile_loop
+from airflow_broadcast.cluster.reconcile_loop import LoopReason, run_reconcile_loop
 from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.exceptions import JobFailedError, JobTimeoutError
-from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
+from airflow_broadcast.reconcilers.kind import JobIdentity, JobKind
 from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
-from airflow_broadcast.triggers.progress import ProgressLog
+from airflow_broadcast.triggers.job_reconcile import JobTriggerArgs, TaskKey
+from airflow_broadcast.triggers.progress import ProgressLog, TaskLog
 
 DEFER_MARGIN_SECONDS = 60.0
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class JobTarget:
-    """Which record a task drives, and how to reach the cluster."""
-
-    kind: str
-    namespace: str
-    record_name: str
-    uid: str
-    kubernetes_conn_id: str
-    cluster_context: str | None
-    options: Mapping[str, Any]
-
-    def hook(self) -> BroadcastKubernetesHook:
-        return BroadcastKubernetesHook(self.kubernetes_conn_id, cluster_context=self.cluster_context)
 
 
 def execution_deadline(context: Mapping[str, Any], execution_timeout: Any) -> float | None:
@@ -69,49 +50,58 @@ def defer_timeout(deadlines: list[float | None], resync: float) -> float | None:
     return max(1.0, min(present) - time.time()) + max(DEFER_MARGIN_SECONDS, 2 * resync)
 
 
-def run_inline(target: JobTarget, deadline: float | None, resync: float, log: Any,
-               single_pass: bool = False) -> tuple[str, str]:
-    """Drive the job from the worker (deferrable=False or poke mode); returns (outcome, message)."""
+def task_key(context: Mapping[str, Any]) -> TaskKey:
+    """Which task instance defers, so that a trigger's on_kill can tell a reassignment from a kill."""
+    ti = context["ti"]
+    return {"dag_id": ti.dag_id, "task_id": ti.task_id, "run_id": ti.run_id}
 
-    async def drive() -> tuple[str, str]:
-        client = await target.hook().kube_client()
-        driver = driver_for(target.kind, dict(target.options))
-        outcome = await run_reconcile_loop(client, driver, target.namespace, target.record_name, target.uid,
-                                           deadline=deadline, resync=resync,
-                                           progress=ProgressLog(log, driver).update, single_pass=single_pass)
+
+def run_inline(args: JobTriggerArgs, log: TaskLog, *, single_pass: bool = False) -> tuple[LoopReason, str]:
+    """Drive the job from the worker (deferrable=False or poke mode), as the trigger would; (outcome, message)."""
+
+    async def drive() -> tuple[LoopReason, str]:
+        client = await args.hook().kube_client()
+        driver = args.driver()
+        outcome = await run_reconcile_loop(client, driver, args.namespace, args.record_name, args.uid,
+                                           deadline=args.deadline, resync=args.resync_seconds,
+                                           progress=ProgressLog(log, driver.kind).update, single_pass=single_pass)
         return outcome.reason, outcome.message
 
     return run_on_worker(drive)
 
 
-def conclude(target: JobTarget, outcome: str, message: str, log: Any, *,
-             log_tail_lines: int = 50, max_logged_failures: int = 5, on_timeout_stop: bool = True) -> dict[str, Any]:
-    """Read the final state (and failed logs), apply TTL, and return the summary or raise why not."""
+def conclude(args: JobTriggerArgs, outcome: str, message: str, log: TaskLog, *,
+             log_tail_lines: int = 50, max_logged_failures: int = 5) -> JobIdentity:
+    """Read the final state (and failed logs), apply TTL, and return the kind's summary or raise why not.
 
-    async def collect() -> dict[str, Any]:
-        client = await target.hook().kube_client()
-        driver = driver_for(target.kind, dict(target.options))
-        raw = await get_record(client, target.namespace, target.record_name)
-        if raw is None or (raw.get("metadata") or {}).get("uid") != target.uid:
-            raise JobFailedError(f"{target.kind} record {target.namespace}/{target.record_name} disappeared "
+    A timeout stops the job's active pods unless `args.on_kill_action` is `keep`.
+    """
+    reason = LoopReason(outcome)
+
+    async def collect() -> JobIdentity:
+        client = await args.hook().kube_client()
+        kind: JobKind[Any, JobIdentity] = args.driver().kind
+        raw = await get_record(client, args.namespace, args.record_name)
+        if raw is None or (raw.get("metadata") or {}).get("uid") != args.uid:
+            raise JobFailedError(f"{args.kind} record {args.namespace}/{args.record_name} disappeared "
                                  f"before its result was read ({message or outcome})")
-        status = read_status(raw)
-        summary: dict[str, Any] = driver.summary(raw, status)
-        if outcome == "timeout":
-            if on_timeout_stop:
-                stopped = await stop_active_children(client, target.namespace, target.record_name, target.uid)
+        record = record_view(raw)
+        if reason is LoopReason.TIMEOUT:
+            if args.on_kill_action == "delete_active_pods":
+                stopped = await stop_active_children(client, args.namespace, args.record_name, args.uid)
                 log.warning("Execution deadline passed: deleted %d active pod(s)", stopped)
-            raise JobTimeoutError(f"{target.kind} {target.namespace}/{summary['name']}: {message}")
-        if outcome in ("invalid", "error", "gone"):
-            raise JobFailedError(f"{target.kind} {target.namespace}/{summary['name']}: {message}")
-        failure = driver.failure(summary)
+            raise JobTimeoutError(f"{args.kind} {args.namespace}/{record.job_name}: {message}")
+        if reason in (LoopReason.INVALID, LoopReason.ERROR, LoopReason.GONE):
+            raise JobFailedError(f"{args.kind} {args.namespace}/{record.job_name}: {message}")
+        summary = kind.summary(record)
+        failure = kind.failure(summary)
         if failure:
-            pods = driver.failed_children(summary)[:max_logged_failures]
-            container = driver.log_container(read_manifest(raw))
-            tails = await log_tails(client, target.namespace, pods, container=container, lines=log_tail_lines)
+            pods = kind.failed_children(summary)[:max_logged_failures]
+            tails = await log_tails(client, args.namespace, pods, container=kind.log_container(record.manifest),
+                                    lines=log_tail_lines)
             for pod, text in tails.items():
                 log.error("---- last %d log lines of failed pod %s ----\n%s", log_tail_lines, pod, text)
-        await _apply_ttl(client, raw, read_manifest(raw), status, log)
+        await _apply_ttl(client, raw, record.manifest, record.status, log)
         if failure:
             raise JobFailedError(failure)
         return summary

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_broadcast.operators.broadcast_job import bcj_driver_options
+from airflow_broadcast.operators.broadcast_job import DEFAULTS, broadcast_options
 from airflow_broadcast.sensors.job_sensor import KubernetesJobSensor
 
 
@@ -13,10 +13,9 @@ class BroadcastJobSensor(KubernetesJobSensor):
 
     kind = "BroadcastJob"
 
-    def __init__(self, *, assign_pods_by_scheduler: bool = True, kruise_compat: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *, assign_pods_by_scheduler: bool = DEFAULTS.assign_by_scheduler,
+                 kruise_compat: bool = DEFAULTS.kruise_compat, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.assign_pods_by_scheduler = assign_pods_by_scheduler
         self.kruise_compat = kruise_compat
-
-    def driver_options(self) -> dict[str, Any]:
-        return bcj_driver_options(self.assign_pods_by_scheduler, self.kruise_compat)
+        self.job_options = broadcast_options(assign_pods_by_scheduler, kruise_compat)

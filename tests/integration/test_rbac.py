@@ -228,8 +228,8 @@ def test_trigger_and_operator_report_the_missing_node_permission(
     from support.engine import kube_client
 
     from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
-    from airflow_broadcast.operators.job_runtime import JobFailedError, JobTarget, conclude
-    from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger
+    from airflow_broadcast.operators.job_runtime import JobFailedError, conclude
+    from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger, JobTriggerArgs
 
     opened: list[Any] = []
 
@@ -262,10 +262,11 @@ def test_trigger_and_operator_report_the_missing_node_permission(
     assert "403 Forbidden" in payload["message"]
     assert 'cannot list resource "nodes"' in payload["message"]
     assert "docs/rbac.md" in payload["message"]
-    target = JobTarget("BroadcastJob", namespace, submission.name, submission.uid, "kubernetes_default", None, {})
+    args = JobTriggerArgs.from_kwargs({"kind": "BroadcastJob", "namespace": namespace,
+                                       "record_name": submission.name, "uid": submission.uid})
     try:
         with pytest.raises(JobFailedError, match=r'(?s)rbac-trigger: .*"nodes".*docs/rbac\.md'):
-            conclude(target, payload["status"], payload["message"], trigger.log)
+            conclude(args, payload["status"], payload["message"], trigger.log)
     finally:
         asyncio.run(close_opened())
 
@@ -311,7 +312,7 @@ def test_gang_scheduling_without_the_podgroup_permission_stops_naming_it(
 
 def test_gang_scheduling_without_the_podgroup_permission_fails_before_the_job_is_submitted(
         grants: Grants, restricted_engine: Any, namespace: str, core_api: client.CoreV1Api) -> None:
-    from airflow_broadcast.cluster.kinds.pod_groups import PodGroupApiError
+    from airflow_broadcast.exceptions import PodGroupApiError
     from airflow_broadcast.operators.tf_job import TFJobOperator
 
     grants.namespace_role()

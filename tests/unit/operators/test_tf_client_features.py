@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from airflow_broadcast.cluster.kinds.tf_job import TFJobDriver
 from airflow_broadcast.operators.job_runtime import JobFailedError, JobTimeoutError
 from airflow_broadcast.operators.tf_job import TFJobOperator
+from airflow_broadcast.reconcilers.observed import JobRecord
+from airflow_broadcast.reconcilers.tf_job.kind import TFJobKind, TFJobSummary
 from airflow_broadcast.specs.field_errors import InvalidSpecError
 from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger
 
@@ -39,11 +40,10 @@ def test_N1_a_full_tfjob_as_yaml_or_dict_with_a_namespace_override(as_dict: bool
     assert "replicas" in job.manifest["spec"]["tfReplicaSpecs"]["Worker"], "stored as written, not defaulted"
 
 
-def _summary(conditions: list[dict[str, str]]) -> dict[str, Any]:
-    record = {"metadata": {"name": "tfjob-mnist", "namespace": "ns", "uid": "u",
-                           "labels": {"airflow-broadcast.io/job-name": "mnist"}}}
-    return TFJobDriver().summary(record, {"conditions": conditions,
-                                          "replicaStatuses": {"Worker": {"active": 1}}})
+def _summary(conditions: list[dict[str, str]]) -> TFJobSummary:
+    record = JobRecord(name="tfjob-mnist", namespace="ns", uid="u", owner_reference={}, job_name="mnist",
+                       status={"conditions": conditions, "replicaStatuses": {"Worker": {"active": 1}}})
+    return TFJobKind().summary(record)
 
 
 @pytest.mark.parametrize(("conditions", "phase"), [
@@ -62,7 +62,7 @@ def test_N4_phase_and_conditions_in_the_result(conditions: list[dict[str, str]],
 
 
 def test_N7_log_tails_come_from_the_tensorflow_container() -> None:
-    assert TFJobDriver().log_container({}) == "tensorflow"
+    assert TFJobKind().log_container({}) == "tensorflow"
 
 
 def test_N9_errors_map_to_value_timeout_and_runtime_errors() -> None:
@@ -78,10 +78,10 @@ def test_N10_failure_message_names_replica_pod_exit_code_and_reason() -> None:
                          "message": "TFJob ns/mnist has failed because 1 Worker replica(s) failed."}])
     summary["failure"] = {"replicaType": "Worker", "index": 1, "pod": "mnist-worker-1", "exitCode": 137,
                           "reason": "OOMKilled", "message": ""}
-    message = TFJobDriver().failure(summary)
+    message = TFJobKind().failure(summary)
     assert message == ("TFJob ns/mnist failed: TFJob ns/mnist has failed because 1 Worker replica(s) failed. "
                        "Failing replica: Worker 1 (pod mnist-worker-1, exit code 137, OOMKilled).")
-    assert TFJobDriver().failed_children(summary) == ["mnist-worker-1"]
+    assert TFJobKind().failed_children(summary) == ["mnist-worker-1"]
 
 
 async def test_N12_killing_the_task_stops_the_tfjob_pods(monkeypatch: pytest.MonkeyPatch) -> None:
