@@ -118,11 +118,9 @@ class BroadcastJobKind:
         return None if ttl is None else int(ttl)
 
     def active_deadline(self, record: JobRecord, now: float) -> float | None:
-        """A `Never` job has no deadline (D5); a paused one has not started its clock."""
-        policy = spec_section(record.manifest, "completionPolicy")
-        seconds = policy.get("activeDeadlineSeconds")
-        paused = (record.manifest.get("spec") or {}).get("paused") is True
-        if seconds is None or policy.get("type") == COMPLETION_NEVER or paused:
+        """A paused job has not started its clock (validation keeps deadlines off `Never` jobs)."""
+        seconds = spec_section(record.manifest, "completionPolicy").get("activeDeadlineSeconds")
+        if seconds is None or (record.manifest.get("spec") or {}).get("paused") is True:
             return None
         return (from_rfc3339(record.status.get("startTime")) or now) + int(seconds)
 
