@@ -13,8 +13,10 @@ GO := $(shell command -v go 2>/dev/null || echo $(GO_FALLBACK))
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 NODES ?= 20
 PYTEST_ARGS ?=
+SPEC_DIR ?= ../shared/specs
+JUNIT ?= .reports/junit.xml
 
-.PHONY: help install etcd go-toolchain binaries cluster cluster-down lint test test-unit demo clean
+.PHONY: help install etcd go-toolchain binaries cluster cluster-down lint test test-unit conformance demo clean
 
 help:
 	@echo "make demo          install, build or reuse the binaries, start a 20-node local cluster, run the example DAG"
@@ -23,6 +25,7 @@ help:
 	@echo "make cluster-down  stop it"
 	@echo "make lint          ruff, mypy and the layering check"
 	@echo "make test-unit     only the tests that need no cluster"
+	@echo "make conformance   regenerate docs/conformance from the junit report of a full 'make test' run"
 	@echo "make bench         benchmarks on the local cluster (1,000-node BroadcastJob, 205-replica TFJob, 100 jobs)"
 
 $(STAMP): pyproject.toml constraints.txt
@@ -60,8 +63,20 @@ lint: install
 test-unit: install
 	$(VENV)/bin/pytest tests/unit $(PYTEST_ARGS)
 
+# A full run checks docs/conformance against its own junit report; a subset (PYTEST_ARGS) cannot.
+ifeq ($(strip $(PYTEST_ARGS)),)
+CONFORMANCE_CHECK = $(PY) -m devcluster.conformance check --junit $(JUNIT) --spec-dir $(SPEC_DIR)
+else
+CONFORMANCE_CHECK = @echo "conformance check skipped: PYTEST_ARGS runs a subset (the full run, as in CI, checks it)"
+endif
+
 test: install etcd binaries lint
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	@mkdir -p $(dir $(JUNIT))
+	$(VENV)/bin/pytest --junitxml=$(JUNIT) $(PYTEST_ARGS)
+	$(CONFORMANCE_CHECK)
+
+conformance: install
+	$(PY) -m devcluster.conformance generate --junit $(JUNIT) --spec-dir $(SPEC_DIR)
 
 demo: install etcd binaries
 	@$(PY) -m devcluster.demo --nodes $(NODES)

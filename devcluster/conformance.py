@@ -1,146 +1,99 @@
-"""Conformance tables: checklist IDs → the tests that prove them, found by test name.
+"""Conformance tables: each checklist item of the upstream specifications, the tests that ran for it, a status.
 
-`python -m devcluster.conformance --spec-dir <dir with broadcastjob.md and tfjob.md>` regenerates
-docs/conformance/*.md from the specs' numbered checklists and the test suite.
-`tests/unit/test_conformance_docs.py` checks that the committed tables still match
-the tests (no stale or missing references), without needing the specs.
+    python -m devcluster.conformance generate --junit .reports/junit.xml --spec-dir ../shared/specs
+    python -m devcluster.conformance check    --junit .reports/junit.xml --spec-dir ../shared/specs
+
+The items come from the specifications (not from the committed tables); an item counts as
+tested only when a test named after it passed in that junit report; partial, deviation and
+not implemented come from the reviewed grades (docs/conformance/grades.toml). `generate`
+writes docs/conformance/*.md; `check` (run by `make test`) fails when they disagree with the run.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import re
 import sys
-from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
+
+from devcluster.conformance_sources import (
+    KINDS,
+    ConformanceError,
+    Item,
+    load_grades,
+    parse_checklist,
+    read_junit,
+)
+from devcluster.conformance_tables import STATUSES, Row, build_rows, counts, disagreements, render, unknown_ids
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs" / "conformance"
-ID_PREFIX = re.compile(r"^test_((?:[A-Z]\d+_)+)")
-BCJ_ITEM = re.compile(r"([A-Z]\d+) \[(U|F|X)\] (.*?)(?=\s+[A-Z]\d+ \[[UFX]\] |$)")
-TF_ITEM = re.compile(r"^- ([A-N]\d+) (.*)$")
-ROW = re.compile(r"^\| (?P<id>[A-Z]\d+) \| (?P<tag>[^|]*) \| (?P<item>.*?) \| (?P<tests>.*?) \| (?P<status>[^|]*) \|$")
+GRADES_FILE = DOCS / "grades.toml"
 
 
-@dataclass(frozen=True)
-class TestRef:
-    kind: str  # "broadcastjob" | "tfjob"
-    ids: tuple[str, ...]
-    nodeid: str
-    level: str
-    xfail: bool
+def tables(spec_dir: Path, junit: Path, grades_file: Path = GRADES_FILE) -> tuple[dict[str, list[Row]], list[str]]:
+    """The rows of every kind, and the tests that name IDs their checklist does not have."""
+    if not spec_dir.is_dir():
+        raise ConformanceError(f"the specification directory {spec_dir} does not exist; the checklist items come "
+                               "from it (in CI: ../shared/specs next to the clone)")
+    items: dict[str, list[Item]] = {kind: parse_checklist(spec_dir, kind) for kind in KINDS}
+    grades = load_grades(grades_file, items)
+    evidence = read_junit(junit)
+    rows: dict[str, list[Row]] = {}
+    strays: list[str] = []
+    for kind in KINDS:
+        mine = [e for e in evidence if e.kind == kind]
+        rows[kind] = build_rows(items[kind], mine, grades[kind])
+        strays += unknown_ids(items[kind], mine)
+    return rows, strays
 
 
-def _level(path: Path) -> str:
-    parts = path.relative_to(REPO / "tests").parts
-    return {"unit": "unit", "integration": "integration", "e2e": "e2e"}.get(parts[0], parts[0])
+def summary(kind: str, rows: list[Row]) -> str:
+    found = counts(rows)
+    return f"{KINDS[kind][0]}: {len(rows)} items: " + ", ".join(f"{found[s]} {s}" for s in STATUSES)
 
 
-def _is_xfail(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    return any("xfail" in ast.unparse(d) for d in node.decorator_list)
+def generate(spec_dir: Path, junit: Path, docs: Path = DOCS, grades_file: Path = GRADES_FILE) -> int:
+    rows, strays = tables(spec_dir, junit, grades_file)
+    docs.mkdir(parents=True, exist_ok=True)
+    for kind, kind_rows in rows.items():
+        (docs / f"{kind}.md").write_text(render(KINDS[kind][0], kind_rows))
+        print(summary(kind, kind_rows))
+    for stray in strays:
+        print(f"warning: {stray}", file=sys.stderr)
+    return 0
 
 
-def collect_tests(root: Path = REPO / "tests") -> list[TestRef]:
-    refs: list[TestRef] = []
-    for path in sorted(root.rglob("test_*.py")):
-        rel = path.relative_to(REPO)
-        kind = "tfjob" if "tfjob" in rel.parts or "tf" in path.stem.split("_") else "broadcastjob"
-        tree = ast.parse(path.read_text())
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_"):
-                match = ID_PREFIX.match(node.name)
-                if match:
-                    ids = tuple(i for i in match.group(1).split("_") if i)
-                    refs.append(TestRef(kind, ids, f"{rel}::{node.name}", _level(path), _is_xfail(node)))
-    return refs
-
-
-def tests_by_id(kind: str, refs: list[TestRef]) -> dict[str, list[TestRef]]:
-    found: dict[str, list[TestRef]] = defaultdict(list)
-    for ref in refs:
-        if ref.kind == kind:
-            for item in ref.ids:
-                found[item].append(ref)
-    return found
-
-
-def _cell(refs: list[TestRef]) -> str:
-    return "<br>".join(f"`{r.nodeid}` ({r.level}{', xfail' if r.xfail else ''})" for r in refs)
-
-
-def _status(refs: list[TestRef], note: str) -> str:
-    if any(not r.xfail for r in refs):
-        return "tested"
-    if refs:
-        return "known bug (xfail)"
-    return f"not implemented: {note}" if note else "not implemented"
-
-
-def parse_checklist(spec: Path, kind: str) -> list[tuple[str, str, str]]:
-    items: list[tuple[str, str, str]] = []
-    pattern = BCJ_ITEM if kind == "broadcastjob" else TF_ITEM
-    for line in spec.read_text().splitlines():
-        if kind == "broadcastjob":
-            if BCJ_ITEM.match(line.strip()):
-                items.extend((m.group(1), m.group(2), m.group(3).strip()) for m in BCJ_ITEM.finditer(line.strip()))
-            continue
-        match = pattern.match(line)
-        if match:
-            text = match.group(2).strip()
-            tag = "Δ" if "(Δ)" in text else "U"
-            items.append((match.group(1), tag, text))
-    return items
-
-
-def existing_notes(path: Path) -> dict[str, str]:
-    """Reasons already written for untested rows, kept across regenerations."""
-    notes: dict[str, str] = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            row = ROW.match(line)
-            if row and row["status"].strip().startswith("not implemented:"):
-                notes[row["id"]] = row["status"].split(":", 1)[1].strip()
-    return notes
-
-
-def render(kind: str, title: str, items: list[tuple[str, str, str]], refs: list[TestRef], notes: dict[str, str]) -> str:
-    found = tests_by_id(kind, refs)
-    lines = [f"# {title} conformance", "",
-             "Generated by `python -m devcluster.conformance`; `tests/unit/test_conformance_docs.py` keeps it in step",
-             "with the test suite. Every test listed runs in `make test` (CI). Levels: unit (pure reconciler or",
-             "validation), integration (real local control plane), e2e (real Airflow through `airflow dags test`).", ""]
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for item_id, tag, _ in items:
-        counts[tag][1] += 1
-        if any(not r.xfail for r in found.get(item_id, [])):
-            counts[tag][0] += 1
-    lines.append("| tag | tested | items | share |")
-    lines.append("| --- | --- | --- | --- |")
-    for tag, (done, total) in sorted(counts.items()):
-        lines.append(f"| {tag} | {done} | {total} | {100 * done / total:.0f} % |")
-    lines += ["", "| ID | tag | item | tests | status |", "| --- | --- | --- | --- | --- |"]
-    for item_id, tag, text in items:
-        refs_for = found.get(item_id, [])
-        item = text.replace("|", "\\|")
-        status = _status(refs_for, notes.get(item_id, ""))
-        lines.append(f"| {item_id} | {tag} | {item} | {_cell(refs_for)} | {status} |")
-    return "\n".join(lines) + "\n"
+def check(spec_dir: Path, junit: Path, docs: Path = DOCS, grades_file: Path = GRADES_FILE) -> int:
+    rows, strays = tables(spec_dir, junit, grades_file)
+    problems = list(strays)
+    for kind, kind_rows in rows.items():
+        path = docs / f"{kind}.md"
+        committed = path.read_text() if path.is_file() else ""
+        problems += disagreements(kind, committed, kind_rows, render(KINDS[kind][0], kind_rows))
+        print(summary(kind, kind_rows))
+    if problems:
+        print(f"docs/conformance disagrees with {junit} ({len(problems)} problem(s)):", file=sys.stderr)
+        for problem in problems:
+            print(f"  {problem}", file=sys.stderr)
+        print("Fix the tests, or regenerate from this full run with `make conformance` and review the diff "
+              "(a status other than tested needs a grade in docs/conformance/grades.toml).", file=sys.stderr)
+        return 1
+    print("docs/conformance agrees with this run")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devcluster.conformance")
+    parser.add_argument("command", choices=("generate", "check"))
+    parser.add_argument("--junit", type=Path, default=REPO / ".reports" / "junit.xml")
     parser.add_argument("--spec-dir", type=Path, required=True)
     args = parser.parse_args(argv)
-    refs = collect_tests()
-    DOCS.mkdir(parents=True, exist_ok=True)
-    for kind, title, spec in (("broadcastjob", "BroadcastJob", "broadcastjob.md"), ("tfjob", "TFJob", "tfjob.md")):
-        items = parse_checklist(args.spec_dir / spec, kind)
-        out = DOCS / f"{kind}.md"
-        out.write_text(render(kind, title, items, refs, existing_notes(out)))
-        print(f"{out.relative_to(REPO)}: {len(items)} items")
-    return 0
+    action = generate if args.command == "generate" else check
+    try:
+        return action(args.spec_dir, args.junit)
+    except ConformanceError as exc:
+        print(f"conformance {args.command} failed: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -13,11 +13,18 @@ from kubernetes import client, config
 from support.waits import wait_nodes_schedulable
 
 from devcluster.airflow_env import AirflowEnv
+from devcluster.conformance_sources import LEVEL_PROPERTY, level_of
 from devcluster.control_plane import ClusterInfo, ClusterStartError, ControlPlane
 from devcluster.crds import install_crds
 from devcluster.fake_nodes import FakeNode, create_nodes, delete_nodes
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Write each test's real level (unit, cluster or airflow, from its fixtures) into the junit report."""
+    for item in items:
+        item.user_properties.append((LEVEL_PROPERTY, level_of(getattr(item, "fixturenames", ()))))
 
 
 GENERAL_NODES = 6

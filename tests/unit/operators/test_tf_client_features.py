@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
 
-from airflow_broadcast.operators.job_runtime import JobFailedError, JobTimeoutError
+from airflow_broadcast.cluster.job_records import new_record
+from airflow_broadcast.operators.job_runtime import JobFailedError, JobTimeoutError, conclude
 from airflow_broadcast.operators.tf_job import TFJobOperator
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.reconcilers.tf_job.kind import TFJobKind, TFJobSummary
 from airflow_broadcast.specs.field_errors import InvalidSpecError
-from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger
+from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger, JobTriggerArgs
 
 MANIFEST = """
 apiVersion: kubeflow.org/v1
@@ -61,8 +63,53 @@ def test_N4_phase_and_conditions_in_the_result(conditions: list[dict[str, str]],
     assert summary["replicaStatuses"] == {"Worker": {"active": 1, "succeeded": 0, "failed": 0}}
 
 
-def test_N7_log_tails_come_from_the_tensorflow_container() -> None:
-    assert TFJobKind().log_container({}) == "tensorflow"
+class FailedTFJobApi:
+    """The API a finishing task talks to: a failed TFJob record, pod logs, and the pods of `stop_active_children`."""
+
+    def __init__(self, pods: list[dict[str, Any]] | None = None) -> None:
+        status = {"conditions": [{"type": "Failed", "status": "True",
+                                  "message": "TFJob ns/mnist has failed because 1 Worker replica(s) failed."}],
+                  "failure": {"replicaType": "Worker", "index": 1, "pod": "mnist-worker-1", "exitCode": 1,
+                              "reason": "Error", "message": ""}}
+        self.record = new_record("TFJob", "mnist", "ns", {"kind": "TFJob"}, status, {})
+        self.record["metadata"]["uid"] = "u"
+        self.pods = pods or []
+        self.log_requests: list[tuple[str, dict[str, Any]]] = []
+        self.deleted: list[str] = []
+
+    async def kube_client(self) -> FailedTFJobApi:
+        return self
+
+    async def get(self, path: str, **query: Any) -> dict[str, Any]:
+        assert path.endswith("/configmaps/tfjob-mnist"), path
+        return self.record
+
+    async def request_text(self, method: str, path: str, *, query: dict[str, Any]) -> str:
+        self.log_requests.append((path, query))
+        return "step 9: loss=nan\nFloatingPointError"
+
+    async def list_all(self, path: str, **query: Any) -> tuple[list[dict[str, Any]], str]:
+        return self.pods, "1"
+
+    async def delete(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        self.deleted.append(path.rsplit("/", 1)[-1])
+        return {}
+
+
+def test_N7_the_failing_pods_tensorflow_log_tail_is_in_the_task_log(monkeypatch: pytest.MonkeyPatch,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    api = FailedTFJobApi()
+    monkeypatch.setattr(JobTriggerArgs, "hook", lambda self: api)
+    target = JobTriggerArgs.from_kwargs({"kind": "TFJob", "namespace": "ns", "record_name": "tfjob-mnist", "uid": "u"})
+    log = logging.getLogger("test.n7")
+
+    with caplog.at_level(logging.ERROR, logger="test.n7"), pytest.raises(JobFailedError, match="Worker 1"):
+        conclude(target, "finished", "", log, log_tail_lines=20)
+
+    assert api.log_requests == [("/api/v1/namespaces/ns/pods/mnist-worker-1/log",
+                                 {"tailLines": 20, "limitBytes": 16384, "container": "tensorflow"})]
+    assert "last 20 log lines of failed pod mnist-worker-1" in caplog.text
+    assert "step 9: loss=nan\nFloatingPointError" in caplog.text
 
 
 def test_N9_errors_map_to_value_timeout_and_runtime_errors() -> None:
@@ -84,25 +131,25 @@ def test_N10_failure_message_names_replica_pod_exit_code_and_reason() -> None:
     assert TFJobKind().failed_children(summary) == ["mnist-worker-1"]
 
 
-async def test_N12_killing_the_task_stops_the_tfjob_pods(monkeypatch: pytest.MonkeyPatch) -> None:
-    stopped: list[str] = []
+async def test_N12_killing_the_task_deletes_the_running_pods_and_keeps_the_record(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deviation: the TFJob record and the finished pods stay (result, TTL); only active pods are deleted."""
+    def pod(name: str, phase: str, deleting: bool = False) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": name, "uid": f"uid-{name}"}
+        if deleting:
+            meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        return {"metadata": meta, "status": {"phase": phase}}
 
-    async def fake_stop(client: Any, namespace: str, record: str, uid: str) -> int:
-        stopped.append(record)
-        return 3
+    api = FailedTFJobApi([pod("mnist-chief-0", "Running"), pod("mnist-worker-0", "Pending"),
+                          pod("mnist-worker-1", "Failed"), pod("mnist-ps-0", "Succeeded"),
+                          pod("mnist-worker-2", "Running", deleting=True)])
+    monkeypatch.setattr(JobReconcileTrigger, "_hook", lambda self: api)
+    trigger = JobReconcileTrigger(kind="TFJob", namespace="ns", record_name="tfjob-mnist", uid="u")
 
-    class _Hook:
-        async def kube_client(self) -> object:
-            return object()
+    await trigger.on_kill()
 
-    async def not_deferred(self: JobReconcileTrigger) -> bool:
-        return False
-
-    monkeypatch.setattr("airflow_broadcast.cluster.job_control.stop_active_children", fake_stop)
-    monkeypatch.setattr(JobReconcileTrigger, "_hook", lambda self: _Hook())
-    monkeypatch.setattr(JobReconcileTrigger, "_still_deferred", not_deferred)
-    await JobReconcileTrigger(kind="TFJob", namespace="ns", record_name="tfjob-mnist", uid="u").on_kill()
-    assert stopped == ["tfjob-mnist"]
+    assert sorted(api.deleted) == ["mnist-chief-0", "mnist-worker-0"]
+    assert "tfjob-mnist" not in api.deleted
 
 
 def test_N6_pods_are_selectable_by_job_role_type_and_index_evaluator_included() -> None:

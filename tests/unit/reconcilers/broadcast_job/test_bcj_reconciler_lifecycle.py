@@ -199,8 +199,8 @@ def test_L11_compat_unschedulable_pod_only_counts_as_active() -> None:
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-def test_L12_node_result_outlives_its_succeeded_pod(mode: str) -> None:
-    """The per-node record survives pod GC; the node is still re-run (L8 is upstream behaviour)."""
+def test_L12_L8_a_nodes_result_outlives_its_pod_but_the_node_runs_again(mode: str) -> None:
+    """L12 deviates: the per-node result survives pod GC, yet the node is re-run, because L8 [U] requires it."""
     cluster = BCJCluster(make_spec(completion="Never"), make_nodes(2), options=MODES[mode])
     cluster.step()
     cluster.set_phase("Succeeded", ["node-00"])

@@ -465,16 +465,6 @@ def test_V17_restart_limit_with_restart_policy_never_is_a_warning_not_an_error()
     assert broadcast_job_warnings(manifest) == []
 
 
-def test_V18_template_changes_are_visible_in_the_parsed_spec() -> None:
-    """Immutability is the operator's decision; the spec must make a template change detectable."""
-    first = parse_broadcast_job(job())
-    changed = job()
-    pod_spec(changed)["containers"][0]["image"] = "busybox:2"
-    second = parse_broadcast_job(changed)
-    assert first.template != second.template
-    assert first == parse_broadcast_job(job())
-
-
 def test_V19_names_longer_than_52_are_rejected_because_pod_names_add_11_chars() -> None:
     name = "a" * 53
     errors = validate_broadcast_job(job(name))
