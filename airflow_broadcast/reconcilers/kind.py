@@ -102,10 +102,6 @@ class JobKind(Protocol[ObservedT_contra, SummaryT]):
         """A waiting task may return although the job never finishes (BroadcastJob `Never`)."""
         ...
 
-    def ttl_seconds(self, manifest: Mapping[str, Any]) -> int | None:
-        """ttlSecondsAfterFinished of the stored manifest."""
-        ...
-
     def active_deadline(self, record: JobRecord, now: float) -> float | None:
         """When activeDeadlineSeconds runs out (epoch), or None when no deadline runs now."""
         ...

@@ -113,10 +113,6 @@ class BroadcastJobKind:
         done = sum(1 for n in (status.get("nodes") or {}).values() if n.get("phase") in ("Succeeded", "Failed"))
         return desired > 0 and done >= desired and int(status.get("active", 0)) == 0
 
-    def ttl_seconds(self, manifest: Mapping[str, Any]) -> int | None:
-        ttl = spec_section(manifest, "completionPolicy").get("ttlSecondsAfterFinished")
-        return None if ttl is None else int(ttl)
-
     def active_deadline(self, record: JobRecord, now: float) -> float | None:
         """A paused job has not started its clock (validation keeps deadlines off `Never` jobs)."""
         seconds = spec_section(record.manifest, "completionPolicy").get("activeDeadlineSeconds")

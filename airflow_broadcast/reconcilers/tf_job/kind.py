@@ -112,10 +112,6 @@ class TFJobKind:
     def settled(self, record: JobRecord) -> bool:
         return False
 
-    def ttl_seconds(self, manifest: Mapping[str, Any]) -> int | None:
-        ttl = spec_section(manifest, "runPolicy").get("ttlSecondsAfterFinished")
-        return None if ttl is None else int(ttl)
-
     def active_deadline(self, record: JobRecord, now: float) -> float | None:
         """A suspended job has no clock running: resuming resets startTime."""
         policy = spec_section(record.manifest, "runPolicy")

@@ -53,11 +53,6 @@ def test_the_active_deadline_runs_from_start_time_and_not_for_paused_jobs() -> N
     assert KIND.active_deadline(_record(started), NOW) is None
 
 
-def test_ttl_comes_from_the_completion_policy() -> None:
-    assert KIND.ttl_seconds(to_manifest(make_spec(ttl=30))) == 30
-    assert KIND.ttl_seconds(to_manifest(make_spec())) is None
-
-
 def test_summary_failure_and_progress_name_the_failed_nodes() -> None:
     nodes = {f"node-{i:02d}": {"pod": f"bcj-{i:02d}", "phase": "Failed", "exitCode": 2, "reason": "Error"}
              for i in range(22)}

@@ -52,6 +52,4 @@ def test_the_active_deadline_runs_from_start_time_unless_the_job_is_suspended() 
     assert KIND.active_deadline(record({"activeDeadlineSeconds": 600}, {}), NOW) == NOW + 600
     assert KIND.active_deadline(record({"activeDeadlineSeconds": 600, "suspend": True}, started), NOW) is None
     assert KIND.active_deadline(record({}, started), NOW) is None
-    assert KIND.ttl_seconds(manifest(run_policy={"ttlSecondsAfterFinished": 0})) == 0
-    assert KIND.ttl_seconds(manifest()) is None
     assert not KIND.settled(record({}, started))
