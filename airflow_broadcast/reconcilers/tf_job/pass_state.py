@@ -1,8 +1,9 @@
 """The scratch state of one TFJob reconcile pass, and its primitive actions.
 
-tf_job_reconciler decides what a pass does; this module holds what it works on (the
-observed children, the status being built, the plan being collected) and the small
-actions it repeats: conditions, deletes, cleanPodPolicy, TTL, and the gang PodGroup.
+`reconciler.py` and `replicas.py` decide what a pass does; this module holds what they
+work on (the observed children, the status being built, the plan being collected) and
+the small actions they repeat: conditions, deletes, cleanPodPolicy, TTL, and the gang
+PodGroup.
 """
 
 from __future__ import annotations
@@ -56,7 +57,6 @@ class PassState:
         self.pod_group = own_pod_group(pod_groups, spec, record) if self.gang is not None else None
         self.priorities: Mapping[str, int] = priorities or {}
         self.object_creates: list[dict[str, Any]] = []
-
 
     # ---- helpers -------------------------------------------------------------------------------
     def _event(self, kind: str, reason: str, message: str) -> None:
