@@ -64,8 +64,8 @@ class PlanExecutor:
 
     def __init__(self, client: KubeClient, namespace: str, record_uid: str, *,
                  pods: Informer[Any] | None = None, services: Informer[Any] | None = None,
-                 style: ChildEventStyle | None = None, compat_count_failed_creates: bool = False,
-                 kind: str = "", pod_groups: Informer[Any] | None = None) -> None:
+                 style: ChildEventStyle | None = None, kind: str = "",
+                 pod_groups: Informer[Any] | None = None) -> None:
         self.client = client
         self.kind = kind
         self.pod_groups = pod_groups
@@ -74,7 +74,6 @@ class PlanExecutor:
         self.pods = pods
         self.services = services
         self.style = style or ChildEventStyle()
-        self.compat_count_failed_creates = compat_count_failed_creates
 
     async def apply(self, plan: Plan, record: Mapping[str, Any], events: EventRecorder) -> ApplyResult:
         result = ApplyResult()
@@ -91,11 +90,7 @@ class PlanExecutor:
             meta = record.get("metadata") or {}
             result.record_deleted = await delete_record(self.client, self.namespace, meta["name"], meta.get("uid", ""))
         elif plan.status is not None or plan.record_annotations:
-            status = dict(plan.status) if plan.status is not None else None
-            if status is not None and plan.count_created_as_active:
-                # R9: upstream also counts the creates that failed (in the batches it attempted).
-                bonus = result.attempted if self.compat_count_failed_creates else result.created
-                status["active"] = int(status.get("active", 0)) + bonus
+            status = plan.status_after(result.created, result.attempted)
             try:
                 result.record = await write_record(self.client, record, status, plan.record_annotations)
             except Conflict:

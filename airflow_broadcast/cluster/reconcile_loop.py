@@ -57,7 +57,6 @@ class JobDriver(Protocol):
 
     kind: str
     style: ChildEventStyle
-    compat_count_failed_creates: bool
 
     def watch(self, client: KubeClient, namespace: str) -> WatchSet: ...
 
@@ -109,8 +108,7 @@ async def run_reconcile_loop(
     for informer, key in subscriptions:
         informer.subscribe(key, wake)
     executor = PlanExecutor(client, namespace, uid, pods=watched.children, services=watched.services,
-                            style=driver.style, compat_count_failed_creates=driver.compat_count_failed_creates,
-                            kind=driver.kind, pod_groups=watched.pod_groups)
+                            style=driver.style, kind=driver.kind, pod_groups=watched.pod_groups)
     try:
         while True:
             raw = records.values.get(record_name)

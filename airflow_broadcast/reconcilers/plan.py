@@ -1,17 +1,25 @@
 """The output of a reconcile pass: what to change in the cluster, and what the job now is.
 
-A plan is data. The cluster layer executes it (deletes first, then slow-start
-creates, then the record write) and treats 404 on delete and AlreadyExists on
-create as done, so applying the same plan twice is harmless.
+A plan is data, and every decision is in it. The cluster layer executes it (deletes
+first, then slow-start creates, then the record write) and treats 404 on delete and
+AlreadyExists on create as done, so applying the same plan twice is harmless.
+
+Pods created in this pass count as active (upstream increments `active` as it creates,
+R9), but how many creates succeed is known only once the executor has run them. So
+`status` counts the observed pods only, and `active_counts` is a rule the executor
+applies without choosing anything: add the creates that succeeded ("created"), every
+create sent, the failed ones too, as upstream's missing return does ("attempted"), or
+none ("none"). `status_after` is that arithmetic; the executor passes it the two counts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 JsonDict = dict[str, Any]
+ActiveCount = Literal["none", "created", "attempted"]
 
 
 @dataclass(frozen=True)
@@ -49,8 +57,7 @@ class Plan:
     * `requeue_after`: seconds until a timer-driven pass is needed (deadline, TTL,
       backoff), or None when only cluster events can change the outcome.
     * `finished`: the job reached a terminal state in (or before) this pass.
-    * `count_created_as_active`: the executor adds each successful pod create to
-      `status["active"]` before writing it (upstream counts creates within the pass).
+    * `active_counts`: which pod creates of this pass `status["active"]` includes.
     """
 
     create_pods: tuple[JsonDict, ...] = ()
@@ -64,13 +71,20 @@ class Plan:
     delete_job: bool = False
     requeue_after: float | None = None
     finished: bool = False
-    count_created_as_active: bool = False
+    active_counts: ActiveCount = "none"
 
     @property
     def changes_cluster(self) -> bool:
         return bool(self.create_pods or self.create_services or self.create_objects or self.deletes
                     or self.status is not None
                     or self.record_annotations or self.delete_job)
+
+    def status_after(self, created: int, attempted: int) -> JsonDict | None:
+        """The status to write once the pod creates ran: `created` succeeded out of `attempted` sent."""
+        if self.status is None or self.active_counts == "none":
+            return self.status
+        added = attempted if self.active_counts == "attempted" else created
+        return {**self.status, "active": int(self.status.get("active", 0)) + added}
 
 
 def earliest(*delays: float | None) -> float | None:

@@ -34,7 +34,6 @@ class TFJobDriver:
     options: TFJobOptions = field(default_factory=TFJobOptions)
     kind: str = "TFJob"
     style: ChildEventStyle = TF_STYLE
-    compat_count_failed_creates: bool = False
 
     def watch(self, client: KubeClient, namespace: str) -> WatchSet:
         pods = shared_informer(client, f"/api/v1/namespaces/{namespace}/pods", pod_info,

@@ -255,7 +255,7 @@ class _Pass:
             events=tuple(self.events),
             requeue_after=self.requeue,
             finished=self.finished,
-            count_created_as_active=True,
+            active_counts="attempted" if self.options.kruise_compat else "created",  # R9
         )
 
 

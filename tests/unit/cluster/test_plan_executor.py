@@ -14,7 +14,7 @@ from airflow_broadcast.cluster import api_errors as e
 from airflow_broadcast.cluster import job_events
 from airflow_broadcast.cluster.job_events import EventRecorder, flush_events
 from airflow_broadcast.cluster.plan_executor import PlanExecutor
-from airflow_broadcast.reconcilers.plan import DeleteChild, Plan
+from airflow_broadcast.reconcilers.plan import ActiveCount, DeleteChild, Plan
 
 UID = "record-uid"
 RECORD = {"metadata": {"name": "bcj-x", "namespace": "ns", "uid": UID, "resourceVersion": "1"}, "data": {}}
@@ -77,7 +77,7 @@ def fresh_spam_filter(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(job_events, "_spam", job_events._SpamFilter())
 
 
-async def apply(api: FakeApi, plan: Plan, compat: bool = False) -> Any:
+async def apply(api: FakeApi, plan: Plan) -> Any:
     original_gather = __import__("asyncio").gather
 
     async def batched_gather(*aws: Any, **kwargs: Any) -> Any:  # one list per slow-start batch
@@ -89,7 +89,7 @@ async def apply(api: FakeApi, plan: Plan, compat: bool = False) -> Any:
     api._batch = []
     asyncio_gather, asyncio.gather = asyncio.gather, batched_gather
     try:
-        executor = PlanExecutor(api, "ns", UID, compat_count_failed_creates=compat)  # type: ignore[arg-type]
+        executor = PlanExecutor(api, "ns", UID)  # type: ignore[arg-type]
         result = await executor.apply(plan, RECORD, EventRecorder(api, RECORD))  # type: ignore[arg-type]
         await flush_events()
         return result
@@ -97,8 +97,8 @@ async def apply(api: FakeApi, plan: Plan, compat: bool = False) -> Any:
         asyncio.gather = asyncio_gather
 
 
-def status_plan(pods: list[dict[str, Any]], **kwargs: Any) -> Plan:
-    return Plan(create_pods=tuple(pods), status={"active": 0}, count_created_as_active=True, **kwargs)
+def status_plan(pods: list[dict[str, Any]], active_counts: ActiveCount = "created", **kwargs: Any) -> Plan:
+    return Plan(create_pods=tuple(pods), status={"active": 0}, active_counts=active_counts, **kwargs)
 
 
 async def test_R6_creates_run_in_slow_start_batches_of_1_2_4_then_the_rest() -> None:
@@ -123,10 +123,14 @@ async def test_R8_a_timed_out_create_is_neither_counted_nor_an_error() -> None:
     assert api.written[-1]["data"]["status"] == '{"active": 2}'
 
 
-@pytest.mark.parametrize(("compat", "active"), [(False, 2), (True, 3)])
-async def test_R9_failed_creates_inflate_active_only_in_compat_mode(compat: bool, active: int) -> None:
+@pytest.mark.parametrize(("active_counts", "active"), [("created", 2), ("attempted", 3), ("none", 0)])
+async def test_R9_failed_creates_inflate_active_only_when_the_plan_says_so(active_counts: ActiveCount,
+                                                                            active: int) -> None:
+    """p0 is created, p1 fails and stops the slow start after its batch, which p2 is in; the plan's
+    rule alone decides what `active` gains (the reconciler asks for "attempted" in compat mode)."""
     api = FakeApi(fail={"p1": e.Forbidden(403, "Forbidden", 'exceeded quota: pods')})
-    await apply(api, status_plan([pod("p0"), pod("p1"), pod("p2")]), compat=compat)
+    result = await apply(api, status_plan([pod("p0"), pod("p1"), pod("p2"), pod("p3")], active_counts))
+    assert (result.created, result.attempted) == (2, 3)
     assert api.written[-1]["data"]["status"] == f'{{"active": {active}}}'
 
 
