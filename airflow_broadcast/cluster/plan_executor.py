@@ -2,6 +2,9 @@
 
 Idempotent by construction: 404 on delete and AlreadyExists on create (for a pod
 we own) count as done, so two triggers applying the same plan cannot duplicate.
+The executor decides nothing: it reports each child's create or delete as it
+happened (an event and a metric per outcome) and writes the status the plan
+gives for the number of creates that succeeded and were sent.
 """
 
 from __future__ import annotations
@@ -36,7 +39,6 @@ class ChildEventStyle:
     delete_ok_message: str = "Delete pod: {name}"
     service_create_ok: str = "SuccessfulCreateService"
     service_delete_ok: str = "SuccessfulDeleteService"
-    per_child_events: bool = True
 
 
 @dataclass
@@ -97,8 +99,6 @@ class PlanExecutor:
                 result.conflict = True
         if not result.conflict:  # a conflicting pass is recomputed, and its transitions counted then
             job_metrics.count_job_events(self.kind, self.namespace, plan.events)
-        if not self.style.per_child_events:  # the kind's plan already carries its success events
-            child_events = [e for e in child_events if e.type == "Warning"]
         await events.record([*child_events, *plan.events])
         return result
 
@@ -128,6 +128,7 @@ class PlanExecutor:
                                            f"Deleted service: {child.name}"))
                 else:
                     job_metrics.count(job_metrics.DELETED_POD_GROUPS, self.kind, self.namespace)
+                    events.append(JobEvent("Normal", "SuccessfulDeletePodGroup", f"Deleted PodGroup: {child.name}"))
 
         await asyncio.gather(*(one(d) for d in deletes))
 

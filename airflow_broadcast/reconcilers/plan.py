@@ -4,12 +4,18 @@ A plan is data, and every decision is in it. The cluster layer executes it (dele
 first, then slow-start creates, then the record write) and treats 404 on delete and
 AlreadyExists on create as done, so applying the same plan twice is harmless.
 
-Pods created in this pass count as active (upstream increments `active` as it creates,
-R9), but how many creates succeed is known only once the executor has run them. So
-`status` counts the observed pods only, and `active_counts` is a rule the executor
-applies without choosing anything: add the creates that succeeded ("created"), every
-create sent, the failed ones too, as upstream's missing return does ("attempted"), or
-none ("none"). `status_after` is that arithmetic; the executor passes it the two counts.
+Two things are known only once the executor has run the plan, so the plan states
+them as rules the executor applies to what happened, without choosing anything:
+
+* Per-child events. `events` holds the job-level events only; the executor records
+  one event per create or delete from its outcome (created, failed, deleted), in the
+  kind's wording. A create that fails, or one a stopped slow start never sends, is
+  therefore never reported as created.
+* Pods created in this pass count as active (upstream increments `active` as it
+  creates, R9). `status` counts the observed pods only, and `active_counts` names
+  which creates to add: "created" (successes), "attempted" (every create sent, the
+  failed ones too, as upstream's missing return does) or "none". `status_after`
+  is the arithmetic; the executor only passes it the two counts.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ class Plan:
     * `deletes`: children to delete (executed before any create).
     * `status`: the job status to persist, or None when unchanged.
     * `record_annotations`: durable flags on the job record (None value = remove).
+    * `events`: job-level events; per-child events come from the executor's outcomes.
     * `delete_job`: delete the job record (TTL expiry); children follow by GC.
     * `requeue_after`: seconds until a timer-driven pass is needed (deadline, TTL,
       backoff), or None when only cluster events can change the outcome.

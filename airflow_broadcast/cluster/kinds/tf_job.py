@@ -25,8 +25,7 @@ from airflow_broadcast.reconcilers.tf_job.reconciler import TFJobOptions, reconc
 from airflow_broadcast.specs.tf_job.spec import parse_tf_job
 
 TF_STYLE = ChildEventStyle(create_ok="SuccessfulCreatePod", create_failed="FailedCreatePod",
-                           delete_ok="SuccessfulDeletePod", delete_ok_message="Deleted pod: {name}",
-                           per_child_events=False)
+                           delete_ok="SuccessfulDeletePod", delete_ok_message="Deleted pod: {name}")
 
 
 @dataclass(frozen=True)

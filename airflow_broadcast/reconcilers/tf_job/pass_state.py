@@ -73,7 +73,6 @@ class PassState:
             return
         self.deleted.add((kind, child.name))
         self.deletes.append(DeleteChild(kind, child.name, child.uid, why))
-        self._event("Normal", f"SuccessfulDelete{kind}", f"Deleted {kind.lower()}: {child.name}")
 
     def _clean_up(self, policy: str, why: str) -> None:
         """`DeletePodsAndServices` (G1-G5): None keeps all, Running takes Running/Pending, else all."""
@@ -134,4 +133,3 @@ class PassState:
             return
         self._event("Normal", "JobTerminated", TERMINATED_MESSAGE)
         self.deletes.append(DeleteChild("PodGroup", group.name, group.uid, "terminated", self.gang.api_version))
-        self._event("Normal", "SuccessfulDeletePodGroup", f"Deleted PodGroup: {group.name}")

@@ -63,8 +63,8 @@ from airflow_broadcast.specs.timestamps import to_rfc3339
 
 __all__ = ["TFJobOptions", "reconcile_tf_job"]
 
-_CREATE_REASONS = frozenset({"SuccessfulCreatePod", "SuccessfulCreateService", "SetPodTemplateRestartPolicy",
-                             "SetPodTemplateSchedulerName"})
+# Warnings about the templates of pods being created: a pass that ends up creating nothing drops them.
+_CREATE_WARNINGS = frozenset({"SetPodTemplateRestartPolicy", "SetPodTemplateSchedulerName"})
 
 
 def reconcile_tf_job(spec: TFJobSpec, record: JobRecord, pods: Sequence[PodInfo],
@@ -171,7 +171,7 @@ class _Pass(ReplicaPass):
         self.pod_creates.clear()
         self.service_creates.clear()
         self.object_creates.clear()
-        self.events = [e for e in self.events if e.reason not in _CREATE_REASONS]
+        self.events = [e for e in self.events if e.reason not in _CREATE_WARNINGS]
         self._finished(may_delete=False)
 
     # ---- failing -----------------------------------------------------------------------------

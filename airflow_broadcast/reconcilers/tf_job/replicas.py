@@ -2,7 +2,8 @@
 
 Per index below `replicas`: create the missing pod and Service, restart or fail a Failed pod
 by its restart policy, scale down what is past `replicas`, count active/succeeded/failed,
-and note pods that look stuck (`podWarnings`).
+and note pods that look stuck (`podWarnings`). Creates go into the plan; their events come
+from the executor, once it knows each create's outcome.
 """
 
 from __future__ import annotations
@@ -138,16 +139,13 @@ class ReplicaPass(PassState):
         if self.gang is not None:
             decorate_pod(manifest, self.spec, replica_type, self.gang)
         self.pod_creates.append(manifest)
-        self._event("Normal", "SuccessfulCreatePod", f"Created pod: {manifest['metadata']['name']}")
 
     def _reconcile_services(self, replica_type: str) -> None:
         """`ReconcileServices` (§2.6): one headless Service per index below `replicas`."""
         creates, extra, error = plan_services(self.spec, self.record, replica_type, self.services)
         for service in extra:
             self._delete(service, "scale down")
-        for manifest in creates:
-            self.service_creates.append(manifest)
-            self._event("Normal", "SuccessfulCreateService", f"Created service: {manifest['metadata']['name']}")
+        self.service_creates.extend(creates)
         if error:
             self._event("Warning", "FailedCreateService", f"Error creating: {error}")
 

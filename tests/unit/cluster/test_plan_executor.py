@@ -9,15 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.fake_api import UID, FakeApi, apply
 
 from airflow_broadcast.cluster import api_errors as e
 from airflow_broadcast.cluster import job_events
-from airflow_broadcast.cluster.job_events import EventRecorder, flush_events
-from airflow_broadcast.cluster.plan_executor import PlanExecutor
 from airflow_broadcast.reconcilers.plan import ActiveCount, DeleteChild, Plan
-
-UID = "record-uid"
-RECORD = {"metadata": {"name": "bcj-x", "namespace": "ns", "uid": UID, "resourceVersion": "1"}, "data": {}}
 
 
 def pod(name: str) -> dict[str, Any]:
@@ -25,76 +21,9 @@ def pod(name: str) -> dict[str, Any]:
                                                            "ownerReferences": [{"uid": UID, "controller": True}]}}
 
 
-class FakeApi:
-    """Records calls; `fail` maps a pod name to the error its create raises."""
-
-    def __init__(self, fail: dict[str, Exception] | None = None, existing: dict[str, dict[str, Any]] | None = None):
-        self.fail = fail or {}
-        self.existing = existing or {}
-        self.batches: list[list[str]] = []
-        self.in_flight: list[str] = []
-        self.deleted: list[str] = []
-        self.written: list[dict[str, Any]] = []
-        self.events: list[tuple[str, str]] = []
-
-    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        import asyncio
-
-        name = body["metadata"]["name"]
-        self.in_flight.append(name)
-        await asyncio.sleep(0)
-        if not self.batches or self.batches[-1] is not self._batch:
-            self.batches.append(self._batch)
-        self._batch.append(name)
-        if name in self.fail:
-            raise self.fail[name]
-        return {**body, "metadata": {**body["metadata"], "uid": f"uid-{name}", "resourceVersion": "5"}}
-
-    async def get(self, path: str, **query: Any) -> dict[str, Any]:
-        name = path.rsplit("/", 1)[-1]
-        if name not in self.existing:
-            raise e.NotFound(404, "NotFound", "gone")
-        return self.existing[name]
-
-    async def delete(self, path: str, **kwargs: Any) -> dict[str, Any]:
-        name = path.rsplit("/", 1)[-1]
-        if name == "already-gone":
-            raise e.NotFound(404, "NotFound", "gone")
-        self.deleted.append(name)
-        return {}
-
-    async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        self.written.append(body)
-        return body
-
-    async def request(self, method: str, path: str, *, body: dict[str, Any], retry: bool) -> dict[str, Any]:
-        self.events.append((body["reason"], body["message"]))
-        return {}
-
-
 @pytest.fixture(autouse=True)
 def fresh_spam_filter(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(job_events, "_spam", job_events._SpamFilter())
-
-
-async def apply(api: FakeApi, plan: Plan) -> Any:
-    original_gather = __import__("asyncio").gather
-
-    async def batched_gather(*aws: Any, **kwargs: Any) -> Any:  # one list per slow-start batch
-        api._batch = []
-        return await original_gather(*aws, **kwargs)
-
-    import asyncio
-
-    api._batch = []
-    asyncio_gather, asyncio.gather = asyncio.gather, batched_gather
-    try:
-        executor = PlanExecutor(api, "ns", UID)  # type: ignore[arg-type]
-        result = await executor.apply(plan, RECORD, EventRecorder(api, RECORD))  # type: ignore[arg-type]
-        await flush_events()
-        return result
-    finally:
-        asyncio.gather = asyncio_gather
 
 
 def status_plan(pods: list[dict[str, Any]], active_counts: ActiveCount = "created", **kwargs: Any) -> Plan:
@@ -161,10 +90,19 @@ async def test_X6_already_exists_for_a_foreign_pod_is_an_error() -> None:
     assert api.events == [("FailedCreate", 'Error creating: pods "p0" already exists and is not owned by this job')]
 
 
-async def test_deleting_a_pod_that_is_already_gone_is_done() -> None:
-    api = FakeApi()
+async def test_deleting_a_pod_that_is_already_gone_is_done_and_not_reported() -> None:
+    api = FakeApi(gone={"already-gone"})
     result = await apply(api, Plan(deletes=(DeleteChild("Pod", "already-gone"), DeleteChild("Pod", "p9"))))
     assert api.deleted == ["p9"] and result.deleted == 1
+    assert api.events == [("SuccessfulDelete", "Delete pod: p9")]
+
+
+async def test_a_deleted_pod_group_is_reported_once_it_is_gone() -> None:
+    api = FakeApi(gone={"old"})
+    groups = [DeleteChild("PodGroup", name, f"uid-{name}", api_version="scheduling.volcano.sh/v1beta1")
+              for name in ("mnist", "old")]
+    await apply(api, Plan(deletes=tuple(groups)))
+    assert api.events == [("SuccessfulDeletePodGroup", "Deleted PodGroup: mnist")]
 
 
 async def test_a_conflicting_record_write_is_reported_not_raised() -> None:

@@ -1,0 +1,88 @@
+"""A scripted in-memory API server for unit tests of the plan executor.
+
+It answers the few calls the executor makes (create, get, delete, the record PUT, event
+POSTs) and records them, so each outcome (a failed create, a child already gone, a
+slow-start batch) can be forced exactly and the events checked against what happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection
+from typing import Any
+
+from airflow_broadcast.cluster import api_errors as e
+from airflow_broadcast.cluster.job_events import EventRecorder, flush_events
+from airflow_broadcast.cluster.plan_executor import ApplyResult, ChildEventStyle, PlanExecutor
+from airflow_broadcast.reconcilers.plan import Plan
+
+UID = "record-uid"
+RECORD = {"metadata": {"name": "bcj-x", "namespace": "ns", "uid": UID, "resourceVersion": "1"}, "data": {}}
+
+
+class FakeApi:
+    """Records calls. `fail` maps a child name to the error its create raises, `existing` holds what
+    a GET finds, and deleting a child in `gone` ("name", or "plural/name" for one kind) finds nothing."""
+
+    def __init__(self, fail: dict[str, Exception] | None = None, existing: dict[str, dict[str, Any]] | None = None,
+                 gone: Collection[str] = ()) -> None:
+        self.fail = fail or {}
+        self.existing = existing or {}
+        self.gone = set(gone)
+        self.batch: list[str] = []
+        self.batches: list[list[str]] = []
+        self.deleted: list[str] = []
+        self.written: list[dict[str, Any]] = []
+        self.events: list[tuple[str, str]] = []
+
+    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        name = body["metadata"]["name"]
+        await asyncio.sleep(0)
+        if not self.batches or self.batches[-1] is not self.batch:
+            self.batches.append(self.batch)
+        self.batch.append(name)
+        if name in self.fail:
+            raise self.fail[name]
+        return {**body, "metadata": {**body["metadata"], "uid": f"uid-{name}", "resourceVersion": "5"}}
+
+    async def get(self, path: str, **query: Any) -> dict[str, Any]:
+        name = path.rsplit("/", 1)[-1]
+        if name not in self.existing:
+            raise e.NotFound(404, "NotFound", "gone")
+        return self.existing[name]
+
+    async def delete(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        plural, name = path.rsplit("/", 2)[-2:]
+        if name in self.gone or f"{plural}/{name}" in self.gone:
+            raise e.NotFound(404, "NotFound", "gone")
+        self.deleted.append(name)
+        return {}
+
+    async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.written.append(body)
+        return body
+
+    async def request(self, method: str, path: str, *, body: dict[str, Any], retry: bool) -> dict[str, Any]:
+        self.events.append((body["reason"], body["message"]))
+        return {}
+
+
+async def apply(api: FakeApi, plan: Plan, *, style: ChildEventStyle | None = None,
+                record: dict[str, Any] | None = None) -> ApplyResult:
+    """Execute `plan` against `api` and wait for its events; `api.batches` gets one list per slow-start batch."""
+    original_gather = asyncio.gather
+
+    async def batched_gather(*aws: Any, **kwargs: Any) -> Any:
+        api.batch = []
+        return await original_gather(*aws, **kwargs)
+
+    record = record or RECORD
+    asyncio.gather = batched_gather  # type: ignore[assignment]
+    try:
+        executor = PlanExecutor(api, "ns", record["metadata"]["uid"], style=style)  # type: ignore[arg-type]
+        result = await executor.apply(plan, record, EventRecorder(api, record))  # type: ignore[arg-type]
+        await flush_events()
+        return result
+    finally:
+        asyncio.gather = original_gather
+
