@@ -19,7 +19,6 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "airflow-broadcast"
 KIND_LABEL = "airflow-broadcast.io/kind"
 JOB_LABEL = "airflow-broadcast.io/job-name"
-EXPIRES_AT = "airflow-broadcast.io/expires-at"
 RESULT_READ = "airflow-broadcast.io/result-read"
 SUBMITTED_BY = "airflow-broadcast.io/submitted-by"
 RECORD_PREFIX = {"BroadcastJob": "bcj", "TFJob": "tfjob"}

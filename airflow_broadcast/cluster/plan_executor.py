@@ -19,7 +19,7 @@ from airflow_broadcast.cluster import job_metrics
 from airflow_broadcast.cluster.api_errors import AlreadyExists, ClusterApiError, Conflict, NotFound, TransportError
 from airflow_broadcast.cluster.informers import Informer
 from airflow_broadcast.cluster.job_events import EventRecorder
-from airflow_broadcast.cluster.job_records import delete_record, write_record
+from airflow_broadcast.cluster.job_records import write_record
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan
 
@@ -49,7 +49,6 @@ class ApplyResult:
     deleted: int = 0
     conflict: bool = False
     record: JsonDict | None = None
-    record_deleted: bool = False
 
 
 _PLURALS = {"Pod": "pods", "Service": "services", "PodGroup": "podgroups"}
@@ -88,11 +87,8 @@ class PlanExecutor:
             await self._create_services(plan.create_services, child_events)
         if plan.create_pods:
             await self._create_pods(plan.create_pods, plan.create_limit, result, child_events)
-        if plan.delete_job:
-            meta = record.get("metadata") or {}
-            result.record_deleted = await delete_record(self.client, self.namespace, meta["name"], meta.get("uid", ""))
-        elif plan.status is not None or plan.record_annotations:
-            status = plan.status_after(result.created, result.attempted)
+        status = plan.status_after(result.created, result.attempted)
+        if status is not None or plan.record_annotations:
             try:
                 result.record = await write_record(self.client, record, status, plan.record_annotations)
             except Conflict:

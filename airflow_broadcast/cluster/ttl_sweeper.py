@@ -1,8 +1,9 @@
 """TTL after finished: delete expired job records (children follow by GC).
 
-A record gets `expires-at` when its job finishes. It is deleted once that time
-has passed and an Airflow task has read the result, or, if no task ever reads
-it, once a grace period after expiry has passed too.
+The pass that finishes a job stamps `expires-at` on its record. The record is
+deleted once that time has passed and an Airflow task has read the result, or,
+if no task ever reads it, once a grace period after expiry has passed too. A
+failed delete leaves the stamp in place, so the next sweep tries again (T6).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import weakref
 from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.job_events import record_job_deleted
 from airflow_broadcast.cluster.job_records import (
-    EXPIRES_AT,
     MANAGED_BY,
     MANAGED_BY_LABEL,
     RESULT_READ,
@@ -23,6 +23,7 @@ from airflow_broadcast.cluster.job_records import (
     records_path,
 )
 from airflow_broadcast.cluster.kube_client import KubeClient
+from airflow_broadcast.reconcilers.expiry import EXPIRES_AT
 from airflow_broadcast.specs.timestamps import from_rfc3339
 
 log = logging.getLogger(__name__)

@@ -16,6 +16,9 @@ them as rules the executor applies to what happened, without choosing anything:
   which creates to add: "created" (successes), "attempted" (every create sent, the
   failed ones too, as upstream's missing return does) or "none". `status_after`
   is the arithmetic; the executor only passes it the two counts.
+
+No pass deletes the job. TTL after finished is an annotation the plan writes on the
+record (see `reconcilers/expiry.py`), read later by whoever deletes the record.
 """
 
 from __future__ import annotations
@@ -60,8 +63,7 @@ class Plan:
     * `status`: the job status to persist, or None when unchanged.
     * `record_annotations`: durable flags on the job record (None value = remove).
     * `events`: job-level events; per-child events come from the executor's outcomes.
-    * `delete_job`: delete the job record (TTL expiry); children follow by GC.
-    * `requeue_after`: seconds until a timer-driven pass is needed (deadline, TTL,
+    * `requeue_after`: seconds until a timer-driven pass is needed (deadline,
       backoff), or None when only cluster events can change the outcome.
     * `finished`: the job reached a terminal state in (or before) this pass.
     * `active_counts`: which pod creates of this pass `status["active"]` includes.
@@ -75,7 +77,6 @@ class Plan:
     status: JsonDict | None = None
     record_annotations: Mapping[str, str | None] = field(default_factory=dict)
     events: tuple[JobEvent, ...] = ()
-    delete_job: bool = False
     requeue_after: float | None = None
     finished: bool = False
     active_counts: ActiveCount = "none"
@@ -83,8 +84,7 @@ class Plan:
     @property
     def changes_cluster(self) -> bool:
         return bool(self.create_pods or self.create_services or self.create_objects or self.deletes
-                    or self.status is not None
-                    or self.record_annotations or self.delete_job)
+                    or self.status is not None or self.record_annotations)
 
     def status_after(self, created: int, attempted: int) -> JsonDict | None:
         """The status to write once the pod creates ran: `created` succeeded out of `attempted` sent."""

@@ -253,7 +253,6 @@ class BCJCluster:
         self.nodes: dict[str, NodeInfo] = {n.name: n for n in nodes}
         self.pods: dict[str, PodInfo] = {}
         self.now = now
-        self.job_deleted = False
         self.plans: list[Plan] = []
 
     @property
@@ -277,10 +276,7 @@ class BCJCluster:
         for body in plan.create_pods[:succeeded]:
             if body["metadata"]["name"] not in self.pods:
                 self.pods[body["metadata"]["name"]] = self.pod_from(body)
-        if plan.delete_job:
-            self.job_deleted = True
-        else:
-            self.record = simulate(plan, self.record, created=succeeded)
+        self.record = simulate(plan, self.record, created=succeeded)
         self.plans.append(plan)
         return plan
 

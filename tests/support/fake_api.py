@@ -8,7 +8,7 @@ slow-start batch) can be forced exactly and the events checked against what happ
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
+from collections.abc import AsyncIterator, Collection
 from typing import Any
 
 from airflow_broadcast.cluster import api_errors as e
@@ -86,3 +86,42 @@ async def apply(api: FakeApi, plan: Plan, *, style: ChildEventStyle | None = Non
     finally:
         asyncio.gather = original_gather
 
+
+class RecordStore:
+    """Job records (ConfigMaps) by name, for the TTL paths: LIST, PUT and DELETE them, POST events.
+
+    The first `failing_deletes` deletes fail with a 500, as an API server under load would.
+    """
+
+    def __init__(self, *records: dict[str, Any], failing_deletes: int = 0) -> None:
+        self.records = {r["metadata"]["name"]: r for r in records}
+        self.failing_deletes = failing_deletes
+        self.events: list[tuple[str, str]] = []
+
+    async def list_pages(self, path: str, **query: Any) -> AsyncIterator[dict[str, Any]]:
+        yield {"items": list(self.records.values())}
+
+    async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.records[body["metadata"]["name"]] = body
+        return body
+
+    async def delete(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        if self.failing_deletes:
+            self.failing_deletes -= 1
+            raise e.ServerError(500, "InternalError", "etcdserver: request timed out")
+        name = path.rsplit("/", 1)[-1]
+        if self.records.pop(name, None) is None:
+            raise e.NotFound(404, "NotFound", "gone")
+        return {}
+
+    async def request(self, method: str, path: str, *, body: dict[str, Any], retry: bool) -> dict[str, Any]:
+        self.events.append((body["reason"], body["message"]))
+        return {}
+
+
+def job_record(kind: str, job: str, **annotations: str) -> dict[str, Any]:
+    """A stored job record of `kind` for job `job`, with the given annotations."""
+    name = f"{'tfjob' if kind == 'TFJob' else 'bcj'}-{job}"
+    labels = {"airflow-broadcast.io/kind": kind, "airflow-broadcast.io/job-name": job}
+    return {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "labels": labels,
+                         "annotations": dict(annotations), "resourceVersion": "7"}, "data": {}}

@@ -20,6 +20,7 @@ from airflow_broadcast.reconcilers.broadcast_job.pods import (
     is_owned,
     map_pods_to_nodes,
 )
+from airflow_broadcast.reconcilers.expiry import expiry_change
 from airflow_broadcast.reconcilers.observed import JobRecord, NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan, earliest
 from airflow_broadcast.specs.broadcast_job.spec import BroadcastJobSpec
@@ -47,16 +48,16 @@ def job_finished(status: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _ttl_plan(spec: BroadcastJobSpec, status: Mapping[str, Any], now: float) -> Plan:
-    """RC4: a finished Always job only waits for its TTL (T1-T4, T7)."""
+def ttl_expiry(spec: BroadcastJobSpec, status: Mapping[str, Any]) -> float | None:
+    """When a finished job's TTL expires: completionTime + ttlSecondsAfterFinished (T1, T4, T7).
+
+    None without a TTL (T3) and for `Never` jobs, which the TTL never applies to (T8).
+    """
     ttl = spec.completion_policy.ttl_seconds_after_finished
     completed = from_rfc3339(status.get("completionTime"))
-    if ttl is None or completed is None:
-        return Plan(finished=True)
-    left = completed + ttl - now
-    if left <= 0:
-        return Plan(finished=True, delete_job=True)
-    return Plan(finished=True, requeue_after=left)
+    if ttl is None or completed is None or spec.completion_policy.type == "Never":
+        return None
+    return completed + ttl
 
 
 def _condition(kind: str, message: str, now: float) -> dict[str, Any]:
@@ -112,14 +113,16 @@ class _Pass:
         self.status["conditions"] = [*self.status["conditions"], _condition(kind, message, self.now)]
         self.status["completionTime"] = stamp
         self.finished = True
-        # finishJob replaces any pending timer: a finished job only waits for its TTL (T2/T3).
-        ttl = self.spec.completion_policy.ttl_seconds_after_finished
-        self.requeue = None if ttl is None else float(ttl + 1)
+        # finishJob replaces any pending timer; the TTL needs none: its expiry goes on the record (T2/T3).
+        self.requeue = None
+        self.annotations.update(expiry_change(self.record.annotations, ttl_expiry(self.spec, self.status)))
 
     # ---- the pass ----------------------------------------------------------------------
     def run(self) -> Plan:
         if self.spec.completion_policy.type != "Never" and job_finished(self.record.status):
-            return _ttl_plan(self.spec, self.record.status, self.now)
+            # RC4: a finished Always job only keeps its TTL expiry stamped (T1-T4, T6, T7).
+            expiry = expiry_change(self.record.annotations, ttl_expiry(self.spec, self.record.status))
+            return Plan(finished=True, record_annotations=expiry)
         self.first_pass = not self.status.get("startTime")
         if self.first_pass:
             self.status["startTime"] = to_rfc3339(self.now)

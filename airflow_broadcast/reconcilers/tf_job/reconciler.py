@@ -35,9 +35,9 @@ created for indexes below `replicas`; a terminating pod past `replicas` is not c
 restart (Restarting), a Never replica's a failure; a terminating pod created before the
 current `startTime` is a leftover of a suspended run and waits; suspend and the All
 policy also delete services whose pod is gone; the pass that finishes the job creates
-nothing and applies cleanPodPolicy at once, and the TTL deletes the job only on a later
-pass, so the terminal status is written first. The replica part of a pass is in
-`replicas.py`. Inputs it relies on: `PodInfo.restarts`
+nothing and applies cleanPodPolicy at once; no pass deletes the job: the TTL is an
+expiry stamped on the record with the terminal status (see `expiry.py`). The replica
+part of a pass is in `replicas.py`. Inputs it relies on: `PodInfo.restarts`
 sums init and regular container restarts, `created_at` is the creation time, and for a
 Failed pod `waiting_reason`/`pending_message` carry the pod's status.reason/message.
 """
@@ -97,21 +97,21 @@ class _Pass(ReplicaPass):
             create_objects=tuple(self.object_creates),
             deletes=tuple(self.deletes),
             status=None if self.status == self.original else self.status,
+            record_annotations=self.annotations,
             events=tuple(self.events),
-            delete_job=self.delete_job,
             requeue_after=self.requeue,
             finished=st.is_finished(self.status),
         )
 
     # ---- the three kinds of pass ---------------------------------------------------------------
-    def _finished(self, *, may_delete: bool = True) -> None:
+    def _finished(self) -> None:
         self._clean_up(self.spec.run_policy.clean_pod_policy, "cleanPodPolicy")
         self._drop_pod_group()
         if st.is_true(self.status, st.SUCCEEDED):
             for entry in (self.status.get("replicaStatuses") or {}).values():
                 if entry and entry.get("active"):
                     entry["succeeded"] = int(entry.get("succeeded", 0)) + int(entry.pop("active"))
-        self._ttl(may_delete=may_delete)
+        self._ttl()
 
     def _suspended(self) -> None:
         name = self.spec.name
@@ -172,7 +172,7 @@ class _Pass(ReplicaPass):
         self.service_creates.clear()
         self.object_creates.clear()
         self.events = [e for e in self.events if e.reason not in _CREATE_WARNINGS]
-        self._finished(may_delete=False)
+        self._finished()
 
     # ---- failing -----------------------------------------------------------------------------
     def _fail_by_policy(self, message: str, reason: str, culprit: PodInfo | None) -> None:
@@ -187,4 +187,4 @@ class _Pass(ReplicaPass):
         self._clean_up(CLEAN_POD_ALL if self.options.compat_cleanup_ignores_policy_on_failure else policy,
                        "cleanPodPolicy")
         self._drop_pod_group()
-        self._ttl(may_delete=False)
+        self._ttl()

@@ -105,6 +105,14 @@ async def test_a_deleted_pod_group_is_reported_once_it_is_gone() -> None:
     assert api.events == [("SuccessfulDeletePodGroup", "Deleted PodGroup: mnist")]
 
 
+async def test_annotations_are_written_without_a_status() -> None:
+    api = FakeApi()
+    await apply(api, Plan(record_annotations={"airflow-broadcast.io/expires-at": "2027-01-01T00:00:00Z"}))
+    (written,) = api.written
+    assert written["metadata"]["annotations"] == {"airflow-broadcast.io/expires-at": "2027-01-01T00:00:00Z"}
+    assert "status" not in written["data"]
+
+
 async def test_a_conflicting_record_write_is_reported_not_raised() -> None:
     class Conflicting(FakeApi):
         async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
