@@ -16,6 +16,7 @@ import weakref
 from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.job_events import record_job_deleted
 from airflow_broadcast.cluster.job_records import (
+    EXPIRES_AT,
     MANAGED_BY,
     MANAGED_BY_LABEL,
     RESULT_READ,
@@ -23,7 +24,6 @@ from airflow_broadcast.cluster.job_records import (
     records_path,
 )
 from airflow_broadcast.cluster.kube_client import KubeClient
-from airflow_broadcast.reconcilers.expiry import EXPIRES_AT
 from airflow_broadcast.specs.timestamps import from_rfc3339
 
 log = logging.getLogger(__name__)

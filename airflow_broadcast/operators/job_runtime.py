@@ -15,6 +15,7 @@ from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.job_control import stop_active_children
 from airflow_broadcast.cluster.job_events import record_job_deleted
 from airflow_broadcast.cluster.job_records import (
+    EXPIRES_AT,
     RESULT_READ,
     delete_record,
     get_record,
@@ -27,7 +28,6 @@ from airflow_broadcast.cluster.pod_logs import log_tails
 from airflow_broadcast.cluster.reconcile_loop import run_reconcile_loop
 from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
-from airflow_broadcast.reconcilers.expiry import EXPIRES_AT
 from airflow_broadcast.specs.timestamps import from_rfc3339
 from airflow_broadcast.triggers.progress import ProgressLog
 

@@ -9,9 +9,8 @@ import pytest
 from bcj_cluster import KIND, bcj, condition, events, job_pods, pause_until, reasons, wait_pod_phase
 from support.waits import wait_until
 
-from airflow_broadcast.cluster.job_records import RESULT_READ
+from airflow_broadcast.cluster.job_records import EXPIRES_AT, RESULT_READ
 from airflow_broadcast.cluster.ttl_sweeper import UNREAD_GRACE_SECONDS, sweep_expired_records
-from airflow_broadcast.reconcilers.expiry import EXPIRES_AT
 from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
 
 pytestmark = pytest.mark.cluster

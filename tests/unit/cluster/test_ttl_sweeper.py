@@ -6,9 +6,8 @@ import pytest
 from support.fake_api import RecordStore, job_record
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
-from airflow_broadcast.cluster.job_records import RESULT_READ
+from airflow_broadcast.cluster.job_records import EXPIRES_AT, RESULT_READ
 from airflow_broadcast.cluster.ttl_sweeper import UNREAD_GRACE_SECONDS, sweep_expired_records
-from airflow_broadcast.reconcilers.expiry import EXPIRES_AT
 from airflow_broadcast.specs.timestamps import to_rfc3339
 
 NOW = 1_800_000_000.0

@@ -7,9 +7,8 @@ import time
 
 from support.fake_api import RecordStore, job_record
 
-from airflow_broadcast.cluster.job_records import RESULT_READ
+from airflow_broadcast.cluster.job_records import EXPIRES_AT, RESULT_READ
 from airflow_broadcast.operators.job_runtime import _apply_ttl
-from airflow_broadcast.reconcilers.expiry import EXPIRES_AT
 from airflow_broadcast.specs.timestamps import to_rfc3339
 
 LOG = logging.getLogger(__name__)
