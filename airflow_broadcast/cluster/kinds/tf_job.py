@@ -25,8 +25,7 @@ from airflow_broadcast.reconcilers.tf_job.reconciler import TFJobOptions, reconc
 from airflow_broadcast.specs.tf_job.spec import parse_tf_job
 
 TF_STYLE = ChildEventStyle(create_ok="SuccessfulCreatePod", create_failed="FailedCreatePod",
-                           delete_ok="SuccessfulDeletePod", delete_ok_message="Deleted pod: {name}",
-                           per_child_events=False)
+                           delete_ok="SuccessfulDeletePod", delete_ok_message="Deleted pod: {name}")
 
 
 @dataclass(frozen=True)
@@ -34,7 +33,6 @@ class TFJobDriver:
     options: TFJobOptions = field(default_factory=TFJobOptions)
     kind: str = "TFJob"
     style: ChildEventStyle = TF_STYLE
-    compat_count_failed_creates: bool = False
 
     def watch(self, client: KubeClient, namespace: str) -> WatchSet:
         pods = shared_informer(client, f"/api/v1/namespaces/{namespace}/pods", pod_info,
