@@ -224,6 +224,12 @@ def test_docs_quote_the_examples_and_their_manifests_verbatim() -> None:
             "prepull-images.yaml", "mnist-dist.yaml"} <= quoted
 
 
+def heading_anchors(doc: Path) -> set[str]:
+    """The anchors a code host gives the headings: lower case, punctuation dropped, spaces to hyphens."""
+    headings = re.findall(r"^#+ (.+)$", doc.read_text(), flags=re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
 def test_every_example_file_and_link_the_docs_name_exists() -> None:
     for doc in DOCS:
         text = doc.read_text()
@@ -231,9 +237,13 @@ def test_every_example_file_and_link_the_docs_name_exists() -> None:
             assert (EXAMPLES / name.removeprefix("example_dags/")).is_file(), f"{doc.name} names {name}"
         for name in re.findall(r"example_dags/[\w-]+\.py", text):
             assert (REPO / name).is_file(), f"{doc.name} names {name}"
-        for link in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
-            if not re.match(r"[a-z]+://", link):
-                assert (doc.parent / link).exists(), f"{doc.name} links to missing {link}"
+        for link, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)", text):
+            if re.match(r"[a-z]+://", link):
+                continue
+            target = doc.parent / link if link else doc
+            assert target.exists(), f"{doc.name} links to missing {link}"
+            if anchor and target.suffix == ".md":
+                assert anchor in heading_anchors(target), f"{doc.name} links to missing {link}#{anchor}"
 
 
 def test_docs_use_plain_markdown_only() -> None:
