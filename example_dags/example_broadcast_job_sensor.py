@@ -1,10 +1,10 @@
-"""Submit a node check without waiting, do other work, then wait for it with the sensor."""
+"""Submit a node check without waiting, then let a sensor drive it to the end and wait for it."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from airflow.sdk import DAG
+from airflow.sdk import DAG, Param
 
 from airflow_broadcast.operators.broadcast_job import BroadcastJobOperator
 from airflow_broadcast.sensors.broadcast_job import BroadcastJobSensor
@@ -14,7 +14,12 @@ with DAG(
     schedule="30 3 * * *",
     start_date=datetime(2026, 1, 1),
     catchup=False,
-    params={"namespace": "demo"},
+    max_active_runs=1,
+    params={
+        "namespace": Param("demo", type="string", description="Namespace of the job record and its pods."),
+        "node_selector": Param({"kubernetes.io/os": "linux"}, type="object",
+                               description="Labels of the nodes to check."),
+    },
     tags=["broadcastjob", "example"],
 ) as dag:
     # [START howto_sensor_broadcast_job]
@@ -26,9 +31,8 @@ with DAG(
     )
     wait = BroadcastJobSensor(
         task_id="wait_node_check",
-        job_name="node-check",
+        job_name="{{ ti.xcom_pull(task_ids='submit_node_check')['name'] }}",
         namespace="{{ params.namespace }}",
-        poke_interval=30,
         timeout=3600,
     )
     submit >> wait

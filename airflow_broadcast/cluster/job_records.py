@@ -14,13 +14,14 @@ from typing import Any
 
 from airflow_broadcast.cluster.api_errors import NotFound
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
+from airflow_broadcast.reconcilers import expiry
 from airflow_broadcast.reconcilers.observed import JobRecord
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "airflow-broadcast"
 KIND_LABEL = "airflow-broadcast.io/kind"
 JOB_LABEL = "airflow-broadcast.io/job-name"
-EXPIRES_AT = "airflow-broadcast.io/expires-at"
+EXPIRES_AT = expiry.EXPIRES_AT  # stamped by the pass that finishes the job
 RESULT_READ = "airflow-broadcast.io/result-read"
 SUBMITTED_BY = "airflow-broadcast.io/submitted-by"
 RECORD_PREFIX = {"BroadcastJob": "bcj", "TFJob": "tfjob"}

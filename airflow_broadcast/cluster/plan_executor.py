@@ -2,6 +2,9 @@
 
 Idempotent by construction: 404 on delete and AlreadyExists on create (for a pod
 we own) count as done, so two triggers applying the same plan cannot duplicate.
+The executor decides nothing: it reports each child's create or delete as it
+happened (an event and a metric per outcome) and writes the status the plan
+gives for the number of creates that succeeded and were sent.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from airflow_broadcast.cluster import job_metrics
 from airflow_broadcast.cluster.api_errors import AlreadyExists, ClusterApiError, Conflict, NotFound, TransportError
 from airflow_broadcast.cluster.informers import Informer
 from airflow_broadcast.cluster.job_events import EventRecorder
-from airflow_broadcast.cluster.job_records import delete_record, write_record
+from airflow_broadcast.cluster.job_records import write_record
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan
 
@@ -36,7 +39,6 @@ class ChildEventStyle:
     delete_ok_message: str = "Delete pod: {name}"
     service_create_ok: str = "SuccessfulCreateService"
     service_delete_ok: str = "SuccessfulDeleteService"
-    per_child_events: bool = True
 
 
 @dataclass
@@ -47,7 +49,6 @@ class ApplyResult:
     deleted: int = 0
     conflict: bool = False
     record: JsonDict | None = None
-    record_deleted: bool = False
 
 
 _PLURALS = {"Pod": "pods", "Service": "services", "PodGroup": "podgroups"}
@@ -64,8 +65,8 @@ class PlanExecutor:
 
     def __init__(self, client: KubeClient, namespace: str, record_uid: str, *,
                  pods: Informer[Any] | None = None, services: Informer[Any] | None = None,
-                 style: ChildEventStyle | None = None, compat_count_failed_creates: bool = False,
-                 kind: str = "", pod_groups: Informer[Any] | None = None) -> None:
+                 style: ChildEventStyle | None = None, kind: str = "",
+                 pod_groups: Informer[Any] | None = None) -> None:
         self.client = client
         self.kind = kind
         self.pod_groups = pod_groups
@@ -74,7 +75,6 @@ class PlanExecutor:
         self.pods = pods
         self.services = services
         self.style = style or ChildEventStyle()
-        self.compat_count_failed_creates = compat_count_failed_creates
 
     async def apply(self, plan: Plan, record: Mapping[str, Any], events: EventRecorder) -> ApplyResult:
         result = ApplyResult()
@@ -87,23 +87,14 @@ class PlanExecutor:
             await self._create_services(plan.create_services, child_events)
         if plan.create_pods:
             await self._create_pods(plan.create_pods, plan.create_limit, result, child_events)
-        if plan.delete_job:
-            meta = record.get("metadata") or {}
-            result.record_deleted = await delete_record(self.client, self.namespace, meta["name"], meta.get("uid", ""))
-        elif plan.status is not None or plan.record_annotations:
-            status = dict(plan.status) if plan.status is not None else None
-            if status is not None and plan.count_created_as_active:
-                # R9: upstream also counts the creates that failed (in the batches it attempted).
-                bonus = result.attempted if self.compat_count_failed_creates else result.created
-                status["active"] = int(status.get("active", 0)) + bonus
+        status = plan.status_after(result.created, result.attempted)
+        if status is not None or plan.record_annotations:
             try:
                 result.record = await write_record(self.client, record, status, plan.record_annotations)
             except Conflict:
                 result.conflict = True
         if not result.conflict:  # a conflicting pass is recomputed, and its transitions counted then
             job_metrics.count_job_events(self.kind, self.namespace, plan.events)
-        if not self.style.per_child_events:  # the kind's plan already carries its success events
-            child_events = [e for e in child_events if e.type == "Warning"]
         await events.record([*child_events, *plan.events])
         return result
 
@@ -133,6 +124,7 @@ class PlanExecutor:
                                            f"Deleted service: {child.name}"))
                 else:
                     job_metrics.count(job_metrics.DELETED_POD_GROUPS, self.kind, self.namespace)
+                    events.append(JobEvent("Normal", "SuccessfulDeletePodGroup", f"Deleted PodGroup: {child.name}"))
 
         await asyncio.gather(*(one(d) for d in deletes))
 

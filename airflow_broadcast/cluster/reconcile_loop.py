@@ -2,7 +2,7 @@
 
 Level-triggered: each pass recomputes from the record and the watch caches, so a
 restarted or duplicated trigger simply carries on. Wake-ups come from watches
-(children, nodes, the record) and from timers the plan asks for (deadline, TTL).
+(children, nodes, the record) and from timers the plan asks for (deadline, backoff).
 """
 
 from __future__ import annotations
@@ -11,29 +11,26 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError, Forbidden, NotFound, Unauthorized
 from airflow_broadcast.cluster.informers import Informer, shared_informer
-from airflow_broadcast.cluster.job_events import DELETED_JOB_REASON, EventRecorder, flush_events
+from airflow_broadcast.cluster.job_events import EventRecorder, flush_events
 from airflow_broadcast.cluster.job_records import (
-    EXPIRES_AT,
     JOB_LABEL,
     MANAGED_BY,
     MANAGED_BY_LABEL,
     get_record,
     record_view,
     records_path,
-    write_record,
 )
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.cluster.plan_executor import ChildEventStyle, PlanExecutor
 from airflow_broadcast.reconcilers.kind import JobKind
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.reconcilers.plan import Plan, earliest
-from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
 
 log = logging.getLogger(__name__)
 RESYNC_SECONDS = 30.0
@@ -61,9 +58,6 @@ class JobDriver(Protocol[ObservedT]):
 
     @property
     def style(self) -> ChildEventStyle: ...
-
-    @property
-    def compat_count_failed_creates(self) -> bool: ...
 
     def watch(self, client: KubeClient, namespace: str) -> WatchSet: ...
 
@@ -128,8 +122,7 @@ async def run_reconcile_loop(
     for informer, key in subscriptions:
         informer.subscribe(key, wake)
     executor = PlanExecutor(client, namespace, uid, pods=watched.children, services=watched.services,
-                            style=driver.style, compat_count_failed_creates=driver.compat_count_failed_creates,
-                            kind=driver.kind.name, pod_groups=watched.pod_groups)
+                            style=driver.style, kind=driver.kind.name, pod_groups=watched.pod_groups)
     try:
         while True:
             raw = records.values.get(record_name)
@@ -146,11 +139,6 @@ async def run_reconcile_loop(
                 plan = await _reconcile(driver, record, watched)
             except ValueError as exc:  # the record's manifest no longer validates (edited by hand)
                 return LoopOutcome(LoopReason.INVALID, record, str(exc))
-            if plan.delete_job:
-                # TTL deletion belongs to the task that reads the result, or to the sweeper (which
-                # waits for the result to be read): a loop that starts late must not destroy it.
-                plan = replace(plan, delete_job=False,
-                               events=tuple(e for e in plan.events if e.reason != DELETED_JOB_REASON))
             failure = _permanent_watch_error(records, watched)
             if failure is not None:
                 return LoopOutcome(LoopReason.ERROR, record, failure.describe())
@@ -162,13 +150,10 @@ async def run_reconcile_loop(
             if applied.record is not None:
                 records.upsert(applied.record, notify=False)
                 raw, record = applied.record, record_view(applied.record)
-            if applied.record_deleted:
-                return LoopOutcome(LoopReason.GONE, record, "job record deleted (TTL expired)")
             if progress is not None:
                 progress(record)
-            if plan.finished:
-                raw = await _stamp_expiry(client, raw, record.manifest, record.status)
-                return LoopOutcome(LoopReason.FINISHED, record_view(raw))
+            if plan.finished:  # its TTL expiry is stamped; the task that reads the result or the sweeper deletes
+                return LoopOutcome(LoopReason.FINISHED, record)
             if driver.kind.settled(record):
                 return LoopOutcome(LoopReason.SETTLED, record)
             if single_pass:
@@ -241,22 +226,6 @@ def _permanent_watch_error(*informers: Any) -> ClusterApiError | None:
         elif informer is not None and isinstance(informer.error, Forbidden | Unauthorized):
             return informer.error
     return None
-
-
-async def _stamp_expiry(client: KubeClient, raw: JsonDict, manifest: Mapping[str, Any],
-                        status: Mapping[str, Any]) -> JsonDict:
-    """Record when ttlSecondsAfterFinished expires, so the sweeper can delete the job even if nobody reads it."""
-    spec = manifest.get("spec") or {}
-    ttl = (spec.get("completionPolicy") or spec.get("runPolicy") or {}).get("ttlSecondsAfterFinished")
-    completed = from_rfc3339(status.get("completionTime"))
-    annotations = (raw.get("metadata") or {}).get("annotations") or {}
-    if ttl is None or completed is None or EXPIRES_AT in annotations:
-        return raw
-    try:
-        return await write_record(client, raw, None, {EXPIRES_AT: to_rfc3339(completed + int(ttl))})
-    except ClusterApiError as exc:  # the operator stamps it again when it reads the result
-        log.info("could not record the TTL expiry yet: %s", exc)
-        return raw
 
 
 async def _reconcile(driver: JobDriver[ObservedT], record: JobRecord, watched: WatchSet) -> Plan:

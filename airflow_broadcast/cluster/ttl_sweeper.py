@@ -1,8 +1,9 @@
 """TTL after finished: delete expired job records (children follow by GC).
 
-A record gets `expires-at` when its job finishes. It is deleted once that time
-has passed and an Airflow task has read the result, or, if no task ever reads
-it, once a grace period after expiry has passed too.
+The pass that finishes a job stamps `expires-at` on its record. The record is
+deleted once that time has passed and an Airflow task has read the result, or,
+if no task ever reads it, once a grace period after expiry has passed too. A
+failed delete leaves the stamp in place, so the next sweep tries again (T6).
 """
 
 from __future__ import annotations

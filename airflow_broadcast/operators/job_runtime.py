@@ -26,7 +26,7 @@ from airflow_broadcast.cluster.reconcile_loop import LoopReason, run_reconcile_l
 from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.exceptions import JobFailedError, JobTimeoutError
 from airflow_broadcast.reconcilers.kind import JobIdentity, JobKind
-from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
+from airflow_broadcast.specs.timestamps import from_rfc3339
 from airflow_broadcast.triggers.job_reconcile import JobTriggerArgs, TaskKey
 from airflow_broadcast.triggers.progress import ProgressLog, TaskLog
 
@@ -112,19 +112,21 @@ def conclude(args: JobTriggerArgs, outcome: str, message: str, log: TaskLog, *,
         raise JobFailedError(exc.describe()) from exc
 
 
-async def _apply_ttl(client: Any, raw: Mapping[str, Any], manifest: Mapping[str, Any], status: Mapping[str, Any],
+async def _apply_ttl(client: Any, raw: Mapping[str, Any], _manifest: Mapping[str, Any], _status: Mapping[str, Any],
                      log: Any) -> None:
-    """TTL 0 deletes now; a positive TTL marks the result read and leaves the expiry to the sweeper."""
-    spec = manifest.get("spec") or {}
-    ttl = (spec.get("completionPolicy") or spec.get("runPolicy") or {}).get("ttlSecondsAfterFinished")
-    completed = from_rfc3339(status.get("completionTime"))
+    """The result is read: delete the record if the expiry its reconciler stamped has passed, else mark it read.
+
+    TTL 0 expires at completion, so it deletes now; a marked record is left to the sweeper.
+    A record without the stamp has no TTL.
+    """
     meta = raw.get("metadata") or {}
-    if ttl is None or completed is None:
+    expires_at = (meta.get("annotations") or {}).get(EXPIRES_AT)
+    expires = from_rfc3339(expires_at)
+    if expires is None:
         return
-    if int(ttl) <= 0 or completed + int(ttl) <= time.time():
+    if expires <= time.time():
         if await delete_record(client, meta["namespace"], meta["name"], meta.get("uid", "")):
             await record_job_deleted(client, raw)
-        log.info("ttlSecondsAfterFinished=%s: deleted job record %s and its pods", ttl, meta["name"])
+        log.info("TTL expired at %s: deleted job record %s and its pods", expires_at, meta["name"])
         return
-    annotations = {RESULT_READ: "true", EXPIRES_AT: to_rfc3339(completed + int(ttl))}
-    await write_record(client, raw, None, annotations)
+    await write_record(client, raw, None, {RESULT_READ: "true"})

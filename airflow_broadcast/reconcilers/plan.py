@@ -1,17 +1,34 @@
 """The output of a reconcile pass: what to change in the cluster, and what the job now is.
 
-A plan is data. The cluster layer executes it (deletes first, then slow-start
-creates, then the record write) and treats 404 on delete and AlreadyExists on
-create as done, so applying the same plan twice is harmless.
+A plan is data, and every decision is in it. The cluster layer executes it (deletes
+first, then slow-start creates, then the record write) and treats 404 on delete and
+AlreadyExists on create as done, so applying the same plan twice is harmless.
+
+Two things are known only once the executor has run the plan, so the plan states
+them as rules the executor applies to what happened, without choosing anything:
+
+* Per-child events. `events` holds the job-level events only; the executor records
+  one event per create or delete from its outcome (created, failed, deleted), in the
+  kind's wording. A create that fails, or one a stopped slow start never sends, is
+  therefore never reported as created.
+* Pods created in this pass count as active (upstream increments `active` as it
+  creates, R9). `status` counts the observed pods only, and `active_counts` names
+  which creates to add: "created" (successes), "attempted" (every create sent, the
+  failed ones too, as upstream's missing return does) or "none". `status_after`
+  is the arithmetic; the executor only passes it the two counts.
+
+No pass deletes the job. TTL after finished is an annotation the plan writes on the
+record (see `reconcilers/expiry.py`), read later by whoever deletes the record.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 JsonDict = dict[str, Any]
+ActiveCount = Literal["none", "created", "attempted"]
 
 
 @dataclass(frozen=True)
@@ -45,12 +62,11 @@ class Plan:
     * `deletes`: children to delete (executed before any create).
     * `status`: the job status to persist, or None when unchanged.
     * `record_annotations`: durable flags on the job record (None value = remove).
-    * `delete_job`: delete the job record (TTL expiry); children follow by GC.
-    * `requeue_after`: seconds until a timer-driven pass is needed (deadline, TTL,
+    * `events`: job-level events; per-child events come from the executor's outcomes.
+    * `requeue_after`: seconds until a timer-driven pass is needed (deadline,
       backoff), or None when only cluster events can change the outcome.
     * `finished`: the job reached a terminal state in (or before) this pass.
-    * `count_created_as_active`: the executor adds each successful pod create to
-      `status["active"]` before writing it (upstream counts creates within the pass).
+    * `active_counts`: which pod creates of this pass `status["active"]` includes.
     """
 
     create_pods: tuple[JsonDict, ...] = ()
@@ -61,16 +77,21 @@ class Plan:
     status: JsonDict | None = None
     record_annotations: Mapping[str, str | None] = field(default_factory=dict)
     events: tuple[JobEvent, ...] = ()
-    delete_job: bool = False
     requeue_after: float | None = None
     finished: bool = False
-    count_created_as_active: bool = False
+    active_counts: ActiveCount = "none"
 
     @property
     def changes_cluster(self) -> bool:
         return bool(self.create_pods or self.create_services or self.create_objects or self.deletes
-                    or self.status is not None
-                    or self.record_annotations or self.delete_job)
+                    or self.status is not None or self.record_annotations)
+
+    def status_after(self, created: int, attempted: int) -> JsonDict | None:
+        """The status to write once the pod creates ran: `created` succeeded out of `attempted` sent."""
+        if self.status is None or self.active_counts == "none":
+            return self.status
+        added = attempted if self.active_counts == "attempted" else created
+        return {**self.status, "active": int(self.status.get("active", 0)) + added}
 
 
 def earliest(*delays: float | None) -> float | None:

@@ -201,12 +201,9 @@ def attempted_creates(plan: Plan) -> int:
 
 def simulate(plan: Plan, record: JobRecord, created: int | None = None) -> JobRecord:
     """The record after the executor applied `plan`, with `created` successful creates (default: all)."""
-    status = copy.deepcopy(dict(record.status))
-    if plan.status is not None:
-        status = copy.deepcopy(dict(plan.status))
-        if plan.count_created_as_active:
-            status["active"] = int(status.get("active", 0)) + (attempted_creates(plan) if created is None
-                                                                 else created)
+    attempted = attempted_creates(plan)
+    written = plan.status_after(attempted if created is None else created, attempted)
+    status = copy.deepcopy(dict(record.status if written is None else written))
     annotations = dict(record.annotations)
     for key, value in plan.record_annotations.items():
         if value is None:
@@ -256,7 +253,6 @@ class BCJCluster:
         self.nodes: dict[str, NodeInfo] = {n.name: n for n in nodes}
         self.pods: dict[str, PodInfo] = {}
         self.now = now
-        self.job_deleted = False
         self.plans: list[Plan] = []
 
     @property
@@ -280,10 +276,7 @@ class BCJCluster:
         for body in plan.create_pods[:succeeded]:
             if body["metadata"]["name"] not in self.pods:
                 self.pods[body["metadata"]["name"]] = self.pod_from(body)
-        if plan.delete_job:
-            self.job_deleted = True
-        else:
-            self.record = simulate(plan, self.record, created=succeeded)
+        self.record = simulate(plan, self.record, created=succeeded)
         self.plans.append(plan)
         return plan
 

@@ -120,7 +120,6 @@ class TFCluster:
         self.pod_groups: dict[str, PodGroupInfo] = {}
         self.priorities: dict[str, int] = {}
         self.now = now
-        self.job_deleted = False
         self._serial = 0
 
     @property
@@ -162,8 +161,9 @@ class TFCluster:
                                                   service["metadata"]["ownerReferences"][0]["uid"], False)
         if plan.status is not None:
             self.record = replace(self.record, status=copy.deepcopy(plan.status))
-        if plan.delete_job:
-            self.job_deleted = True
+        if plan.record_annotations:
+            annotations = {**self.record.annotations, **plan.record_annotations}
+            self.record = replace(self.record, annotations={k: v for k, v in annotations.items() if v is not None})
 
     def step(self, now: float | None = None) -> Plan:
         plan = self.reconcile(now)

@@ -20,10 +20,6 @@ class BroadcastJobDriver:
     kind: BroadcastJobKind = field(default_factory=BroadcastJobKind)
     style: ChildEventStyle = field(default_factory=ChildEventStyle)
 
-    @property
-    def compat_count_failed_creates(self) -> bool:
-        return self.kind.options.kruise_compat  # R9: upstream counts failed creates as active
-
     def watch(self, client: KubeClient, namespace: str) -> WatchSet:
         pods = shared_informer(client, f"/api/v1/namespaces/{namespace}/pods", pod_info,
                                label_selector=RECORD_UID_LABEL, index_label=RECORD_UID_LABEL)

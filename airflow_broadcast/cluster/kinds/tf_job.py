@@ -28,15 +28,13 @@ from airflow_broadcast.specs.tf_job.spec import QUEUE_NAME_LABEL
 
 LOCAL_QUEUE_API = "/apis/kueue.x-k8s.io/v1beta1"
 TF_STYLE = ChildEventStyle(create_ok="SuccessfulCreatePod", create_failed="FailedCreatePod",
-                           delete_ok="SuccessfulDeletePod", delete_ok_message="Deleted pod: {name}",
-                           per_child_events=False)
+                           delete_ok="SuccessfulDeletePod", delete_ok_message="Deleted pod: {name}")
 
 
 @dataclass(frozen=True)
 class TFJobDriver:
     kind: TFJobKind = field(default_factory=TFJobKind)
     style: ChildEventStyle = TF_STYLE
-    compat_count_failed_creates: bool = False
 
     def watch(self, client: KubeClient, namespace: str) -> WatchSet:
         pods = shared_informer(client, f"/api/v1/namespaces/{namespace}/pods", pod_info,

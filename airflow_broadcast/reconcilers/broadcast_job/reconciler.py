@@ -12,18 +12,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import check_node_fitness, compile_fitness
+from airflow_broadcast.reconcilers.broadcast_job.placement import Placement, node_results, place
 from airflow_broadcast.reconcilers.broadcast_job.pods import (
-    UNSCHEDULABLE_REASON,
     PodBuckets,
-    attempt_of,
     build_pod,
     classify,
     is_owned,
     map_pods_to_nodes,
-    node_result,
-    unschedulable_detail,
 )
+from airflow_broadcast.reconcilers.expiry import expiry_change
 from airflow_broadcast.reconcilers.observed import JobRecord, NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan, earliest
 from airflow_broadcast.specs.broadcast_job.spec import BroadcastJobSpec
@@ -51,16 +48,16 @@ def job_finished(status: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _ttl_plan(spec: BroadcastJobSpec, status: Mapping[str, Any], now: float) -> Plan:
-    """RC4: a finished Always job only waits for its TTL (T1-T4, T7)."""
+def ttl_expiry(spec: BroadcastJobSpec, status: Mapping[str, Any]) -> float | None:
+    """When a finished job's TTL expires: completionTime + ttlSecondsAfterFinished (T1, T4, T7).
+
+    None without a TTL (T3) and for `Never` jobs, which the TTL never applies to (T8).
+    """
     ttl = spec.completion_policy.ttl_seconds_after_finished
     completed = from_rfc3339(status.get("completionTime"))
-    if ttl is None or completed is None:
-        return Plan(finished=True)
-    left = completed + ttl - now
-    if left <= 0:
-        return Plan(finished=True, delete_job=True)
-    return Plan(finished=True, requeue_after=left)
+    if ttl is None or completed is None or spec.completion_policy.type == "Never":
+        return None
+    return completed + ttl
 
 
 def _condition(kind: str, message: str, now: float) -> dict[str, Any]:
@@ -116,14 +113,16 @@ class _Pass:
         self.status["conditions"] = [*self.status["conditions"], _condition(kind, message, self.now)]
         self.status["completionTime"] = stamp
         self.finished = True
-        # finishJob replaces any pending timer: a finished job only waits for its TTL (T2/T3).
-        ttl = self.spec.completion_policy.ttl_seconds_after_finished
-        self.requeue = None if ttl is None else float(ttl + 1)
+        # finishJob replaces any pending timer; the TTL needs none: its expiry goes on the record (T2/T3).
+        self.requeue = None
+        self.annotations.update(expiry_change(self.record.annotations, ttl_expiry(self.spec, self.status)))
 
     # ---- the pass ----------------------------------------------------------------------
     def run(self) -> Plan:
         if self.spec.completion_policy.type != "Never" and job_finished(self.record.status):
-            return _ttl_plan(self.spec, self.record.status, self.now)
+            # RC4: a finished Always job only keeps its TTL expiry stamped (T1-T4, T6, T7).
+            expiry = expiry_change(self.record.annotations, ttl_expiry(self.spec, self.record.status))
+            return Plan(finished=True, record_annotations=expiry)
         self.first_pass = not self.status.get("startTime")
         if self.first_pass:
             self.status["startTime"] = to_rfc3339(self.now)
@@ -142,63 +141,17 @@ class _Pass:
         node_to_pod, duplicate_events = map_pods_to_nodes(self.pods)
         self.events.extend(duplicate_events)
         buckets = classify(self.pods, self.spec.failure_policy.restart_limit)
-        desired, rest, misfits, ineligible = self._nodes_to_run(node_to_pod)
+        placement = place(self.spec.template, self.nodes, node_to_pod)
         self.status.update(active=len(buckets.active), failed=len(buckets.failed),
-                           succeeded=len(buckets.succeeded), desired=len(desired))
-        self._record_nodes(desired, ineligible)
-        return self._decide(buckets, desired, rest, misfits)
-
-    def _nodes_to_run(self, node_to_pod: Mapping[str, PodInfo]) -> tuple[
-            dict[str, PodInfo | None], list[str], list[PodInfo], dict[str, str]]:
-        """getNodesToRunPod (§3.6), over nodes sorted by name so creation order is stable (R16)."""
-        desired: dict[str, PodInfo | None] = {}
-        rest: list[str] = []
-        misfits: list[PodInfo] = []
-        ineligible: dict[str, str] = {}
-        template_fits = compile_fitness(self.spec.template.get("spec") or {}, template=True)
-        for node in sorted(self.nodes, key=lambda n: n.name):
-            pod = node_to_pod.get(node.name)
-            if pod is not None:
-                reason = check_node_fitness(pod.spec, node)
-                if reason is not None and not pod.deleting:
-                    misfits.append(pod)
-                    ineligible[node.name] = reason
-                else:
-                    desired[node.name] = pod
-                continue
-            reason = template_fits(node)
-            if reason is None:
-                rest.append(node.name)
-                desired[node.name] = None
-            else:
-                ineligible[node.name] = reason
-        return desired, rest, misfits, ineligible
-
-    def _record_nodes(self, desired: Mapping[str, PodInfo | None], ineligible: Mapping[str, str]) -> None:
-        """Per-node results (S11, L12): a node keeps its last terminal result even if its pod goes."""
-        previous = self.status.get("nodes") or {}
-        results: dict[str, Any] = {}
-        for node, pod in desired.items():
-            if pod is not None:
-                results[node] = node_result(pod)
-                self._surface_unschedulable(node, pod, previous.get(node) or {})
-            elif node in previous and previous[node].get("phase") in ("Succeeded", "Failed"):
-                results[node] = previous[node]
+                           succeeded=len(buckets.succeeded), desired=len(placement.desired))
+        results, events = node_results(placement.desired, self.status.get("nodes") or {},
+                                       warn_unschedulable=not self.options.kruise_compat)
         self.status["nodes"] = results
-        self.status["ineligibleNodes"] = dict(ineligible)
+        self.status["ineligibleNodes"] = dict(placement.ineligible)
+        self.events.extend(events)
+        return self._decide(buckets, placement)
 
-    def _surface_unschedulable(self, node: str, pod: PodInfo, before: Mapping[str, Any]) -> None:
-        """L11 fixed: a Warning when a node's pod turns unschedulable (once, not on every pass)."""
-        detail = unschedulable_detail(pod)
-        if detail is None or self.options.kruise_compat:
-            return
-        if (before.get("pod"), before.get("reason"), before.get("attempt", 1)) == (
-                pod.name, UNSCHEDULABLE_REASON, attempt_of(pod)):
-            return
-        self._event("Warning", "PodUnschedulable", f"Pod {pod.name} for node {node} cannot be scheduled: {detail}")
-
-    def _decide(self, buckets: PodBuckets, desired: Mapping[str, PodInfo | None], rest: list[str],
-                misfits: list[PodInfo]) -> Plan:
+    def _decide(self, buckets: PodBuckets, placement: Placement) -> Plan:
         phase = self.status["phase"]
         if phase == "failed":  # RC13
             return self._plan()
@@ -245,14 +198,14 @@ class _Pass:
             self._event("Warning", reason, message + self._counts_suffix())
             return self._plan()
 
-        if misfits:
-            deleted = self._delete(misfits, "NodeNoLongerEligible")
+        if placement.misfits:
+            deleted = self._delete(placement.misfits, "NodeNoLongerEligible")
             self.status["failed"] += deleted
             self.status["active"] -= deleted
         create_limit = None
-        if not self.record.deleting and rest:
-            create_limit = self._plan_creates(rest)
-        if self._complete(desired):
+        if not self.record.deleting and placement.rest:
+            create_limit = self._plan_creates(placement.rest)
+        if self._complete(placement.desired):
             self.status["phase"] = "completed"
             succeeded, failed_n = self.status["succeeded"], self.status["failed"]
             self._finish("Complete", f"Job completed, {succeeded} pods succeeded, {failed_n} pods failed")
@@ -305,7 +258,7 @@ class _Pass:
             events=tuple(self.events),
             requeue_after=self.requeue,
             finished=self.finished,
-            count_created_as_active=True,
+            active_counts="attempted" if self.options.kruise_compat else "created",  # R9
         )
 
 

@@ -1,8 +1,9 @@
 """The scratch state of one TFJob reconcile pass, and its primitive actions.
 
-tf_job_reconciler decides what a pass does; this module holds what it works on (the
-observed children, the status being built, the plan being collected) and the small
-actions it repeats: conditions, deletes, cleanPodPolicy, TTL, and the gang PodGroup.
+`reconciler.py` and `replicas.py` decide what a pass does; this module holds what they
+work on (the observed children, the status being built, the plan being collected) and
+the small actions they repeat: conditions, deletes, cleanPodPolicy, the TTL expiry, and
+the gang PodGroup.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from airflow_broadcast.reconcilers.expiry import expiry_change
 from airflow_broadcast.reconcilers.observed import JobRecord, PodGroupInfo, PodInfo, ServiceInfo
-from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, earliest
+from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent
 from airflow_broadcast.reconcilers.tf_job import status as st
 from airflow_broadcast.reconcilers.tf_job.children import by_replica_type, clone
 from airflow_broadcast.reconcilers.tf_job.cluster_config import TFConfigRenderer
@@ -46,7 +48,7 @@ class PassState:
         self.pod_creates: list[dict[str, Any]] = []
         self.service_creates: list[dict[str, Any]] = []
         self.requeue: float | None = None
-        self.delete_job = False
+        self.annotations: dict[str, str | None] = {}
         self.pods_by_type: dict[str, list[PodInfo]] = by_replica_type(self.pods)
         self.failed_pods: dict[str, list[tuple[int, PodInfo]]] = {}
         self.warnings: dict[str, tuple[str, str]] = {}
@@ -56,7 +58,6 @@ class PassState:
         self.pod_group = own_pod_group(pod_groups, spec, record) if self.gang is not None else None
         self.priorities: Mapping[str, int] = priorities or {}
         self.object_creates: list[dict[str, Any]] = []
-
 
     # ---- helpers -------------------------------------------------------------------------------
     def _event(self, kind: str, reason: str, message: str) -> None:
@@ -73,7 +74,6 @@ class PassState:
             return
         self.deleted.add((kind, child.name))
         self.deletes.append(DeleteChild(kind, child.name, child.uid, why))
-        self._event("Normal", f"SuccessfulDelete{kind}", f"Deleted {kind.lower()}: {child.name}")
 
     def _clean_up(self, policy: str, why: str) -> None:
         """`DeletePodsAndServices` (G1-G5): None keeps all, Running takes Running/Pending, else all."""
@@ -90,22 +90,21 @@ class PassState:
             for service in self.services:
                 self._delete(service, why)
 
-    def _ttl(self, *, may_delete: bool) -> None:
-        """`CleanupJob` (H1-H6): delete the job once completionTime + TTL has passed, else wake then."""
+    def _ttl(self) -> None:
+        """`CleanupJob` (H1-H6) as a stamp: the record expires at completionTime + TTL; never while suspended.
+
+        A missing completionTime is backfilled from the terminal condition (H5). Deleting the
+        record is left to the task that reads the result and to the sweeper.
+        """
         ttl = self.spec.run_policy.ttl_seconds_after_finished
-        if ttl is None or self.spec.run_policy.suspend:
-            return
-        done = st.finished_at(self.status)
-        if done is None:
-            done = self.now
-        if self.status.get("completionTime") is None:
-            self.status["completionTime"] = to_rfc3339(done)
-        left = done + ttl - self.now
-        if left <= 0 and may_delete:
-            self.delete_job = True
-            self._event("Normal", "SuccessfulDeleteJob", f"Deleted job: {self.spec.name}")
-        else:
-            self.requeue = earliest(self.requeue, left)
+        expires = None
+        if ttl is not None and not self.spec.run_policy.suspend:
+            done = st.finished_at(self.status)
+            done = self.now if done is None else done
+            if self.status.get("completionTime") is None:
+                self.status["completionTime"] = to_rfc3339(done)
+            expires = done + ttl
+        self.annotations.update(expiry_change(self.record.annotations, expires))
 
     def _renderer_for_pass(self) -> TFConfigRenderer:
         if self._renderer is None:
@@ -134,4 +133,3 @@ class PassState:
             return
         self._event("Normal", "JobTerminated", TERMINATED_MESSAGE)
         self.deletes.append(DeleteChild("PodGroup", group.name, group.uid, "terminated", self.gang.api_version))
-        self._event("Normal", "SuccessfulDeletePodGroup", f"Deleted PodGroup: {group.name}")

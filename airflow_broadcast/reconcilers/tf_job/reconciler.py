@@ -35,8 +35,9 @@ created for indexes below `replicas`; a terminating pod past `replicas` is not c
 restart (Restarting), a Never replica's a failure; a terminating pod created before the
 current `startTime` is a leftover of a suspended run and waits; suspend and the All
 policy also delete services whose pod is gone; the pass that finishes the job creates
-nothing and applies cleanPodPolicy at once, and the TTL deletes the job only on a later
-pass, so the terminal status is written first. Inputs it relies on: `PodInfo.restarts`
+nothing and applies cleanPodPolicy at once; no pass deletes the job: the TTL is an
+expiry stamped on the record with the terminal status (see `expiry.py`). The replica
+part of a pass is in `replicas.py`. Inputs it relies on: `PodInfo.restarts`
 sums init and regular container restarts, `created_at` is the creation time, and for a
 Failed pod `waiting_reason`/`pending_message` carry the pod's status.reason/message.
 """
@@ -48,41 +49,22 @@ from collections.abc import Mapping, Sequence
 from airflow_broadcast.reconcilers.observed import JobRecord, PodGroupInfo, PodInfo, ServiceInfo
 from airflow_broadcast.reconcilers.plan import Plan, earliest
 from airflow_broadcast.reconcilers.tf_job import status as st
-from airflow_broadcast.reconcilers.tf_job.children import (
-    abnormal_pod_warning,
-    build_pod,
-    exit_code,
-    failure_summary,
-    index_slices,
-    is_restartable,
-    merge_pod_warnings,
-    plan_services,
-    replica_index,
-    tensorflow_exit,
-    terminating_warning,
-)
-from airflow_broadcast.reconcilers.tf_job.gang_scheduling import (
-    CUSTOM_SCHEDULER_MESSAGE,
-    decorate_pod,
-    uses_custom_scheduler,
-)
+from airflow_broadcast.reconcilers.tf_job.children import failure_summary, replica_index
+from airflow_broadcast.reconcilers.tf_job.gang_scheduling import CUSTOM_SCHEDULER_MESSAGE, uses_custom_scheduler
 from airflow_broadcast.reconcilers.tf_job.options import TFJobOptions
-from airflow_broadcast.reconcilers.tf_job.pass_state import PassState
+from airflow_broadcast.reconcilers.tf_job.replicas import ReplicaPass
 from airflow_broadcast.specs.tf_job.spec import (
     CLEAN_POD_ALL,
     LABEL_REPLICA_TYPE,
     MANAGED_BY_TRAINING_OPERATOR,
-    RESTART_EXIT_CODE,
-    WORKER,
     TFJobSpec,
 )
-from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
+from airflow_broadcast.specs.timestamps import to_rfc3339
 
 __all__ = ["TFJobOptions", "reconcile_tf_job"]
 
-TEMPLATE_POLICY_MESSAGE = "Restart policy in pod template will be overwritten by restart policy in replica spec"
-_CREATE_REASONS = frozenset({"SuccessfulCreatePod", "SuccessfulCreateService", "SetPodTemplateRestartPolicy",
-                             "SetPodTemplateSchedulerName"})
+# Warnings about the templates of pods being created: a pass that ends up creating nothing drops them.
+_CREATE_WARNINGS = frozenset({"SetPodTemplateRestartPolicy", "SetPodTemplateSchedulerName"})
 
 
 def reconcile_tf_job(spec: TFJobSpec, record: JobRecord, pods: Sequence[PodInfo],
@@ -99,7 +81,7 @@ def reconcile_tf_job(spec: TFJobSpec, record: JobRecord, pods: Sequence[PodInfo]
                  priorities=priorities).run()
 
 
-class _Pass(PassState):
+class _Pass(ReplicaPass):
     """The decisions of one pass, in upstream order; `run()` returns the Plan."""
 
     def run(self) -> Plan:
@@ -115,21 +97,21 @@ class _Pass(PassState):
             create_objects=tuple(self.object_creates),
             deletes=tuple(self.deletes),
             status=None if self.status == self.original else self.status,
+            record_annotations=self.annotations,
             events=tuple(self.events),
-            delete_job=self.delete_job,
             requeue_after=self.requeue,
             finished=st.is_finished(self.status),
         )
 
     # ---- the three kinds of pass ---------------------------------------------------------------
-    def _finished(self, *, may_delete: bool = True) -> None:
+    def _finished(self) -> None:
         self._clean_up(self.spec.run_policy.clean_pod_policy, "cleanPodPolicy")
         self._drop_pod_group()
         if st.is_true(self.status, st.SUCCEEDED):
             for entry in (self.status.get("replicaStatuses") or {}).values():
                 if entry and entry.get("active"):
                     entry["succeeded"] = int(entry.get("succeeded", 0)) + int(entry.pop("active"))
-        self._ttl(may_delete=may_delete)
+        self._ttl()
 
     def _suspended(self) -> None:
         name = self.spec.name
@@ -189,18 +171,10 @@ class _Pass(PassState):
         self.pod_creates.clear()
         self.service_creates.clear()
         self.object_creates.clear()
-        self.events = [e for e in self.events if e.reason not in _CREATE_REASONS]
-        self._finished(may_delete=False)
+        self.events = [e for e in self.events if e.reason not in _CREATE_WARNINGS]
+        self._finished()
 
     # ---- failing -----------------------------------------------------------------------------
-    def _fail(self, message: str, reason: str, replica_type: str, index: int | None, pod: PodInfo | None) -> None:
-        """Failed=True (+ completionTime, event, `failure` summary) unless a terminal condition exists."""
-        if self.status.get("completionTime") is None:
-            self.status["completionTime"] = to_rfc3339(self.now)
-        if self._set(st.FAILED, st.TRUE, st.REASON_FAILED, message):
-            self._event("Normal", st.REASON_FAILED, message)
-            self.status[st.FAILURE] = failure_summary(replica_type, index, pod, reason, message)
-
     def _fail_by_policy(self, message: str, reason: str, culprit: PodInfo | None) -> None:
         """Backoff/deadline. v1.9.4 sets Failed before the cleanup, so cleanPodPolicy applies (G6, I5)."""
         replica_type, index = "", None
@@ -213,123 +187,4 @@ class _Pass(PassState):
         self._clean_up(CLEAN_POD_ALL if self.options.compat_cleanup_ignores_policy_on_failure else policy,
                        "cleanPodPolicy")
         self._drop_pod_group()
-        self._ttl(may_delete=False)
-
-    # ---- replicas ------------------------------------------------------------------------------
-    def _recorded(self, replica_type: str, replicas: int) -> set[int]:
-        if self.options.compat_recreate_succeeded:
-            return set()
-        return {int(i) for i in (self.status.get(st.SUCCEEDED_INDEXES) or {}).get(replica_type) or ()
-                if int(i) < replicas}
-
-    def _reconcile_pods(self, replica_type: str) -> None:
-        """`ReconcilePods` for one type (E1-E13): create, scale down, restart, count."""
-        replica = self.spec.replica_specs[replica_type]
-        slices = index_slices(self.pods_by_type.get(replica_type.lower(), ()))
-        recorded = self._recorded(replica_type, replica.replicas)
-        succeeded_indexes = set(recorded)
-        started = from_rfc3339(self.status.get("startTime"))
-        active = succeeded = failed = created = 0
-        for index in sorted(set(range(replica.replicas)) | slices.keys()):
-            group = slices.get(index)
-            in_range = index < replica.replicas
-            if not group:
-                if index in recorded:
-                    succeeded += 1
-                    self.worker0_completed |= replica_type == WORKER and index == 0
-                else:
-                    self._create_pod(replica_type, index)
-                    created += 1
-                continue
-            if len(group) > 1:
-                names = ", ".join(sorted(p.name for p in group))
-                for pod in group:
-                    self.warnings[pod.name] = ("DuplicatePods", f"Pods {names} share replica "
-                                               f"{replica_type.lower()} index {index}; none is acted on")
-                continue
-            pod = group[0]
-            if not in_range:
-                if pod.deleting:
-                    continue
-                self._delete(pod, "scale down")
-            elif pod.deleting and not pod.terminal and started is not None and 0 < pod.created_at < started:
-                continue
-            code = exit_code(pod)
-            if tensorflow_exit(pod) is not None and not pod.deleting and index not in recorded:
-                self._event("Normal", "ExitedWithCode",
-                            f"Pod: {self.spec.namespace}.{pod.name} exited with code {code}")
-            if in_range:
-                self._replica_pod(replica_type, index, pod, code)
-                if pod.phase == "Succeeded":
-                    succeeded_indexes.add(index)
-            if pod.phase == "Running" and not pod.deleting:
-                active += 1
-            elif pod.phase == "Succeeded":
-                succeeded += 1
-            elif pod.phase == "Failed" or (pod.phase == "Running" and pod.deleting):
-                failed += 1
-                self.failed_pods.setdefault(replica_type, []).append((index, pod))
-        entry = {k: v for k, v in (("active", active), ("succeeded", succeeded), ("failed", failed)) if v}
-        self.status.setdefault("replicaStatuses", {})[replica_type] = entry
-        if not self.options.compat_recreate_succeeded:
-            indexes = {**self.status.pop(st.SUCCEEDED_INDEXES, {}), replica_type: sorted(succeeded_indexes)}
-            if kept := {t: v for t, v in indexes.items() if v}:
-                self.status[st.SUCCEEDED_INDEXES] = kept
-        if created and (replica.template.get("spec") or {}).get("restartPolicy"):
-            self._event("Warning", "SetPodTemplateRestartPolicy", TEMPLATE_POLICY_MESSAGE)
-
-    def _replica_pod(self, replica_type: str, index: int, pod: PodInfo, code: int) -> None:
-        """One in-range pod: restart or fail it by policy, and note anything abnormal."""
-        policy = self.spec.replica_specs[replica_type].restart_policy
-        if pod.phase == "Failed":
-            if is_restartable(policy, code):
-                self._restart(replica_type, pod, delete=True)
-            elif policy == RESTART_EXIT_CODE:
-                message = st.exit_code_failed_message(self.spec.name, replica_type)
-                self._fail(message, "Error", replica_type, index, pod)
-        elif pod.deleting and not pod.terminal:
-            if pod.phase == "Running" and policy in st.RESTARTABLE_POLICIES:
-                self._restart(replica_type, pod, delete=False)
-            self.warnings[pod.name] = terminating_warning(pod)
-        elif pod.phase == "Succeeded":
-            self.worker0_completed |= replica_type == WORKER and index == 0 and code == 0
-        elif (warning := abnormal_pod_warning(pod)) is not None:
-            self.warnings[pod.name] = warning
-
-    def _restart(self, replica_type: str, pod: PodInfo, *, delete: bool) -> None:
-        """E6/E7: delete the Failed pod (re-created on a later pass) and report Restarting."""
-        if delete:
-            self._delete(pod, "restart")
-        message = st.restarting_message(self.spec.name, replica_type)
-        restarted = self.status.setdefault(st.RESTARTED_PODS, {})
-        if restarted.get(pod.name) != pod.uid:
-            restarted[pod.name] = pod.uid
-            counts = self.status.setdefault(st.CONTROLLER_RESTARTS, {})
-            counts[replica_type] = int(counts.get(replica_type, 0)) + 1
-            self._event("Warning", st.REASON_RESTARTING, message)
-        self._set(st.RESTARTING, st.TRUE, st.REASON_RESTARTING, message)
-
-    def _create_pod(self, replica_type: str, index: int) -> None:
-        manifest = build_pod(self.spec, self.record, replica_type, index, renderer=self._renderer_for_pass())
-        if self.gang is not None:
-            decorate_pod(manifest, self.spec, replica_type, self.gang)
-        self.pod_creates.append(manifest)
-        self._event("Normal", "SuccessfulCreatePod", f"Created pod: {manifest['metadata']['name']}")
-
-    def _reconcile_services(self, replica_type: str) -> None:
-        """`ReconcileServices` (§2.6): one headless Service per index below `replicas`."""
-        creates, extra, error = plan_services(self.spec, self.record, replica_type, self.services)
-        for service in extra:
-            self._delete(service, "scale down")
-        for manifest in creates:
-            self.service_creates.append(manifest)
-            self._event("Normal", "SuccessfulCreateService", f"Created service: {manifest['metadata']['name']}")
-        if error:
-            self._event("Warning", "FailedCreateService", f"Error creating: {error}")
-
-    def _record_warnings(self) -> None:
-        """`podWarnings` + a Warning event per new or changed message (E14)."""
-        current, events = merge_pod_warnings(self.status.pop(st.POD_WARNINGS, None) or {}, self.warnings)
-        self.events.extend(events)
-        if current:
-            self.status[st.POD_WARNINGS] = current
+        self._ttl()

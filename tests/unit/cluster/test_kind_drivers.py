@@ -30,7 +30,6 @@ def test_driver_for_takes_the_dataclass_or_its_fields(options: Any) -> None:
     driver = driver_for("BroadcastJob", options)
     assert isinstance(driver.kind, BroadcastJobKind)
     assert driver.kind.options == (BroadcastOptions() if options is None else BroadcastOptions(kruise_compat=True))
-    assert driver.compat_count_failed_creates is (options is not None)
 
 
 def test_the_registry_refuses_unknown_kinds_switches_and_the_other_kinds_options() -> None:

@@ -9,15 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.fake_api import UID, FakeApi, apply
 
 from airflow_broadcast.cluster import api_errors as e
 from airflow_broadcast.cluster import job_events
-from airflow_broadcast.cluster.job_events import EventRecorder, flush_events
-from airflow_broadcast.cluster.plan_executor import PlanExecutor
-from airflow_broadcast.reconcilers.plan import DeleteChild, Plan
-
-UID = "record-uid"
-RECORD = {"metadata": {"name": "bcj-x", "namespace": "ns", "uid": UID, "resourceVersion": "1"}, "data": {}}
+from airflow_broadcast.reconcilers.plan import ActiveCount, DeleteChild, Plan
 
 
 def pod(name: str) -> dict[str, Any]:
@@ -25,80 +21,13 @@ def pod(name: str) -> dict[str, Any]:
                                                            "ownerReferences": [{"uid": UID, "controller": True}]}}
 
 
-class FakeApi:
-    """Records calls; `fail` maps a pod name to the error its create raises."""
-
-    def __init__(self, fail: dict[str, Exception] | None = None, existing: dict[str, dict[str, Any]] | None = None):
-        self.fail = fail or {}
-        self.existing = existing or {}
-        self.batches: list[list[str]] = []
-        self.in_flight: list[str] = []
-        self.deleted: list[str] = []
-        self.written: list[dict[str, Any]] = []
-        self.events: list[tuple[str, str]] = []
-
-    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        import asyncio
-
-        name = body["metadata"]["name"]
-        self.in_flight.append(name)
-        await asyncio.sleep(0)
-        if not self.batches or self.batches[-1] is not self._batch:
-            self.batches.append(self._batch)
-        self._batch.append(name)
-        if name in self.fail:
-            raise self.fail[name]
-        return {**body, "metadata": {**body["metadata"], "uid": f"uid-{name}", "resourceVersion": "5"}}
-
-    async def get(self, path: str, **query: Any) -> dict[str, Any]:
-        name = path.rsplit("/", 1)[-1]
-        if name not in self.existing:
-            raise e.NotFound(404, "NotFound", "gone")
-        return self.existing[name]
-
-    async def delete(self, path: str, **kwargs: Any) -> dict[str, Any]:
-        name = path.rsplit("/", 1)[-1]
-        if name == "already-gone":
-            raise e.NotFound(404, "NotFound", "gone")
-        self.deleted.append(name)
-        return {}
-
-    async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        self.written.append(body)
-        return body
-
-    async def request(self, method: str, path: str, *, body: dict[str, Any], retry: bool) -> dict[str, Any]:
-        self.events.append((body["reason"], body["message"]))
-        return {}
-
-
 @pytest.fixture(autouse=True)
 def fresh_spam_filter(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(job_events, "_spam", job_events._SpamFilter())
 
 
-async def apply(api: FakeApi, plan: Plan, compat: bool = False) -> Any:
-    original_gather = __import__("asyncio").gather
-
-    async def batched_gather(*aws: Any, **kwargs: Any) -> Any:  # one list per slow-start batch
-        api._batch = []
-        return await original_gather(*aws, **kwargs)
-
-    import asyncio
-
-    api._batch = []
-    asyncio_gather, asyncio.gather = asyncio.gather, batched_gather
-    try:
-        executor = PlanExecutor(api, "ns", UID, compat_count_failed_creates=compat)  # type: ignore[arg-type]
-        result = await executor.apply(plan, RECORD, EventRecorder(api, RECORD))  # type: ignore[arg-type]
-        await flush_events()
-        return result
-    finally:
-        asyncio.gather = asyncio_gather
-
-
-def status_plan(pods: list[dict[str, Any]], **kwargs: Any) -> Plan:
-    return Plan(create_pods=tuple(pods), status={"active": 0}, count_created_as_active=True, **kwargs)
+def status_plan(pods: list[dict[str, Any]], active_counts: ActiveCount = "created", **kwargs: Any) -> Plan:
+    return Plan(create_pods=tuple(pods), status={"active": 0}, active_counts=active_counts, **kwargs)
 
 
 async def test_R6_creates_run_in_slow_start_batches_of_1_2_4_then_the_rest() -> None:
@@ -123,10 +52,14 @@ async def test_R8_a_timed_out_create_is_neither_counted_nor_an_error() -> None:
     assert api.written[-1]["data"]["status"] == '{"active": 2}'
 
 
-@pytest.mark.parametrize(("compat", "active"), [(False, 2), (True, 3)])
-async def test_R9_failed_creates_inflate_active_only_in_compat_mode(compat: bool, active: int) -> None:
+@pytest.mark.parametrize(("active_counts", "active"), [("created", 2), ("attempted", 3), ("none", 0)])
+async def test_R9_failed_creates_inflate_active_only_when_the_plan_says_so(active_counts: ActiveCount,
+                                                                            active: int) -> None:
+    """p0 is created, p1 fails and stops the slow start after its batch, which p2 is in; the plan's
+    rule alone decides what `active` gains (the reconciler asks for "attempted" in compat mode)."""
     api = FakeApi(fail={"p1": e.Forbidden(403, "Forbidden", 'exceeded quota: pods')})
-    await apply(api, status_plan([pod("p0"), pod("p1"), pod("p2")]), compat=compat)
+    result = await apply(api, status_plan([pod("p0"), pod("p1"), pod("p2"), pod("p3")], active_counts))
+    assert (result.created, result.attempted) == (2, 3)
     assert api.written[-1]["data"]["status"] == f'{{"active": {active}}}'
 
 
@@ -157,10 +90,27 @@ async def test_X6_already_exists_for_a_foreign_pod_is_an_error() -> None:
     assert api.events == [("FailedCreate", 'Error creating: pods "p0" already exists and is not owned by this job')]
 
 
-async def test_deleting_a_pod_that_is_already_gone_is_done() -> None:
-    api = FakeApi()
+async def test_deleting_a_pod_that_is_already_gone_is_done_and_not_reported() -> None:
+    api = FakeApi(gone={"already-gone"})
     result = await apply(api, Plan(deletes=(DeleteChild("Pod", "already-gone"), DeleteChild("Pod", "p9"))))
     assert api.deleted == ["p9"] and result.deleted == 1
+    assert api.events == [("SuccessfulDelete", "Delete pod: p9")]
+
+
+async def test_a_deleted_pod_group_is_reported_once_it_is_gone() -> None:
+    api = FakeApi(gone={"old"})
+    groups = [DeleteChild("PodGroup", name, f"uid-{name}", api_version="scheduling.volcano.sh/v1beta1")
+              for name in ("mnist", "old")]
+    await apply(api, Plan(deletes=tuple(groups)))
+    assert api.events == [("SuccessfulDeletePodGroup", "Deleted PodGroup: mnist")]
+
+
+async def test_annotations_are_written_without_a_status() -> None:
+    api = FakeApi()
+    await apply(api, Plan(record_annotations={"airflow-broadcast.io/expires-at": "2027-01-01T00:00:00Z"}))
+    (written,) = api.written
+    assert written["metadata"]["annotations"] == {"airflow-broadcast.io/expires-at": "2027-01-01T00:00:00Z"}
+    assert "status" not in written["data"]
 
 
 async def test_a_conflicting_record_write_is_reported_not_raised() -> None:

@@ -1,7 +1,8 @@
 """Active deadline (checklist I: D1-D10) and TTL (checklist J: T1-T8) of the pure BroadcastJob pass.
 
 The pass is a function of the persisted status and `now`, so "across restarts" means
-a pass on a freshly read record, and a "timer" is the plan's `requeue_after`.
+a pass on a freshly read record, a "timer" is the plan's `requeue_after`, and the TTL is
+the `expires-at` annotation the plan writes on the record.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ from airflow_broadcast.reconcilers.broadcast_job.reconciler import (
     BroadcastOptions,
     reconcile_broadcast_job,
 )
+from airflow_broadcast.reconcilers.expiry import EXPIRES_AT
 from airflow_broadcast.reconcilers.plan import Plan
 from airflow_broadcast.specs.broadcast_job.spec import BroadcastJobSpec
-from airflow_broadcast.specs.timestamps import to_rfc3339
+from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
 
 START = NOW - 100
 DEADLINE_MESSAGE = "Job ops/bcj was active longer than specified deadline"
@@ -211,59 +213,75 @@ def test_D10_deadline_does_not_delete_restart_failed_running_pods(mode: str) -> 
 
 
 # ---- T: TTL after finished ---------------------------------------------------------------------
+# No pass deletes a job: the expiry goes on the record as `expires-at`, and the task that reads the
+# result, or the sweeper, deletes the record once it has passed (see reconcilers/expiry.py).
+def expiry_of(plan: Plan) -> str | None:
+    return plan.record_annotations.get(EXPIRES_AT)
+
+
 @pytest.mark.parametrize("kind", ["Complete", "Failed"])
-@pytest.mark.parametrize(("after", "deleted"), [(29, False), (29.99, False), (30, True), (31, True)])
-def test_T1_T7_finished_job_is_deleted_once_ttl_has_passed(kind: str, after: float, deleted: bool) -> None:
+@pytest.mark.parametrize("after", [0, 29, 30, 31, 86400])
+def test_T1_T7_finished_job_expires_at_completion_plus_ttl_and_no_pass_deletes_it(kind: str, after: float) -> None:
     spec = make_spec(ttl=30)
-    record = make_record(finished_status(kind, NOW))
-    plan = reconcile_broadcast_job(spec, record, make_nodes(2), [], NOW + after)
-    assert plan.delete_job is deleted
+    plan = reconcile_broadcast_job(spec, make_record(finished_status(kind, NOW)), make_nodes(2), [], NOW + after)
     assert plan.finished
-    assert plan.status is None
-    if not deleted:
-        assert plan.requeue_after == pytest.approx(30 - after)
+    assert plan.record_annotations == {EXPIRES_AT: to_rfc3339(NOW + 30)}
+    assert (plan.status, plan.deletes, plan.create_pods, plan.requeue_after) == (None, (), (), None)
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.parametrize(("ads", "ttl", "requeue"), [(None, 30, 31), (1000, 30, 31), (10, 600, 601),
-                                                      (None, None, None), (5, None, None)])
-def test_T2_T3_finishing_pass_schedules_the_ttl_check_only(
-        mode: str, ads: int | None, ttl: int | None, requeue: float | None) -> None:
-    """The pass that finishes the job re-checks at ttl+1 s; a pending deadline timer is dropped."""
+@pytest.mark.parametrize(("ads", "ttl"), [(None, 30), (1000, 30), (10, 600), (None, None), (5, None)])
+def test_T2_T3_finishing_pass_stamps_the_expiry_with_the_terminal_status_and_drops_its_timers(
+        mode: str, ads: int | None, ttl: int | None) -> None:
+    """The expiry goes out in the same record write as the terminal status, so a finished record is never
+    without it; no timer is left: the deadline's is dropped, and the expiry needs no pass."""
     spec = make_spec(ads=ads, ttl=ttl)
     cluster = BCJCluster(spec, make_nodes(2), options=MODES[mode])
     cluster.step()
     cluster.set_phase("Succeeded")
     plan = cluster.step()
-    assert plan.finished
-    assert plan.requeue_after == requeue
+    assert plan.finished and plan.requeue_after is None
+    completed = cluster.status["completionTime"]
+    assert plan.status is not None and plan.status["completionTime"] == completed
+    expected = None if ttl is None else to_rfc3339(from_rfc3339(completed) + ttl)
+    assert expiry_of(plan) == expected
+    assert cluster.record.annotations.get(EXPIRES_AT) == expected
 
 
-def test_T2_recheck_before_expiry_waits_for_the_time_left() -> None:
+def test_T2_later_passes_keep_the_stamp_and_write_nothing() -> None:
     spec = make_spec(ttl=30)
-    record = make_record(finished_status("Complete", NOW))
-    assert reconcile_broadcast_job(spec, record, [], [], NOW + 12).requeue_after == pytest.approx(18)
+    record = make_record(finished_status("Complete", NOW), {EXPIRES_AT: to_rfc3339(NOW + 30)})
+    for later in (NOW + 12, NOW + 30, NOW + 3600):
+        plan = reconcile_broadcast_job(spec, record, make_nodes(2), [], later)
+        assert plan.finished and not plan.changes_cluster and plan.requeue_after is None
 
 
-def test_T3_without_ttl_a_finished_job_is_kept_forever() -> None:
+def test_T3_without_ttl_a_finished_job_never_expires() -> None:
     record = make_record(finished_status("Failed", NOW))
     plan = reconcile_broadcast_job(make_spec(), record, make_nodes(1), [], NOW + 10 * 365 * 86400)
-    assert (plan.delete_job, plan.requeue_after, plan.status) == (False, None, None)
+    assert plan.finished and not plan.changes_cluster
 
 
-def test_T4_zero_ttl_deletes_right_after_finishing() -> None:
+def test_T3_a_ttl_removed_after_finishing_takes_the_stamp_away() -> None:
+    record = make_record(finished_status("Complete", NOW), {EXPIRES_AT: to_rfc3339(NOW + 30)})
+    plan = reconcile_broadcast_job(make_spec(), record, make_nodes(1), [], NOW + 5)
+    assert plan.record_annotations == {EXPIRES_AT: None}
+
+
+def test_T4_zero_ttl_expires_at_completion() -> None:
     spec = make_spec(ttl=0)
     cluster = BCJCluster(spec, make_nodes(1))
     cluster.step()
     cluster.set_phase("Succeeded")
     finishing = cluster.step()
-    assert finishing.finished and finishing.requeue_after == 1
-    assert cluster.step(advance=0).delete_job
+    assert finishing.finished
+    assert expiry_of(finishing) == cluster.status["completionTime"]
+    assert not cluster.step(advance=0).changes_cluster
 
 
 def test_T5_ttl_deletes_only_the_record_and_pods_are_left_to_owner_gc() -> None:
-    """Pure part of T5: the plan deletes the record and no pod; the pods carry the record's
-    controller ownerRef with blockOwnerDeletion, so background GC removes them (needs a cluster)."""
+    """Pure part of T5: the pods carry the record's controller ownerRef with blockOwnerDeletion, so
+    background GC removes them when the record is deleted (needs a cluster); no pass deletes a pod for it."""
     spec = make_spec(ttl=5)
     cluster = BCJCluster(spec, make_nodes(2))
     creates = cluster.step()
@@ -273,19 +291,19 @@ def test_T5_ttl_deletes_only_the_record_and_pods_are_left_to_owner_gc() -> None:
     cluster.set_phase("Succeeded")
     cluster.step()
     plan = cluster.step(advance=6)
-    assert plan.delete_job
     assert (plan.deletes, plan.create_pods) == ((), ())
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-def test_T6_every_pass_after_expiry_asks_again_to_delete_the_job(mode: str) -> None:
-    """Pure part of T6: nothing remembers a failed delete, so every later pass (retry,
-    resync, restart) plans the delete again. The backoff itself is the loop's job."""
+def test_T6_every_pass_after_expiry_keeps_the_expiry_stamped(mode: str) -> None:
+    """Pure part of T6: nothing remembers a failed delete, and every later pass (retry, resync, restart)
+    restores a lost stamp, so every later sweep tries the delete again."""
     spec = make_spec(ttl=10)
-    record = make_record(finished_status("Complete", NOW))
-    for later in (NOW + 10, NOW + 11, NOW + 100, NOW + 86400):
-        plan = reconcile_broadcast_job(spec, record, make_nodes(1), [], later, MODES[mode])
-        assert plan.delete_job
+    for stamped in ({}, {EXPIRES_AT: "2000-01-01T00:00:00Z"}):
+        record = make_record(finished_status("Complete", NOW), stamped)
+        for later in (NOW + 10, NOW + 11, NOW + 100, NOW + 86400):
+            plan = reconcile_broadcast_job(spec, record, make_nodes(1), [], later, MODES[mode])
+            assert plan.record_annotations == {EXPIRES_AT: to_rfc3339(NOW + 10)}
 
 
 def test_T8_ttl_never_applies_to_never_jobs() -> None:
@@ -296,7 +314,9 @@ def test_T8_ttl_never_applies_to_never_jobs() -> None:
     failing = cluster.step()
     assert failing.finished and cluster.status["phase"] == "failed"
     for _ in range(3):
-        assert not cluster.step(advance=3600).delete_job
+        cluster.step(advance=3600)
+    assert EXPIRES_AT not in cluster.record.annotations
+    assert not [p for p in cluster.plans if EXPIRES_AT in p.record_annotations]
     assert conditions(cluster.status) == [("Failed", "True", "Failed")]
     assert created_nodes(cluster.plans[-1]) == []
     assert simulate(cluster.plans[-1], cluster.record).status["phase"] == "failed"

@@ -185,7 +185,8 @@ def terminated(plan: Any) -> tuple[list[tuple[str, str]], list[str]]:
     return events, [d.name for d in plan.deletes if d.kind == "PodGroup"]
 
 
-TERMINATION = [("JobTerminated", TERMINATED_MESSAGE), ("SuccessfulDeletePodGroup", "Deleted PodGroup: mnist")]
+# SuccessfulDeletePodGroup follows from the executor, once the delete has happened.
+TERMINATION = [("JobTerminated", TERMINATED_MESSAGE)]
 
 
 def test_L7_the_pod_group_is_deleted_when_the_job_succeeds() -> None:

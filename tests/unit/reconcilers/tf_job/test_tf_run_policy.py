@@ -7,10 +7,11 @@ from typing import Any
 import pytest
 from support.tf_builders import NOW, TFCluster, make_pod, make_record, make_service, make_spec
 
-from airflow_broadcast.reconcilers.plan import JobEvent, Plan
+from airflow_broadcast.reconcilers.expiry import EXPIRES_AT
+from airflow_broadcast.reconcilers.plan import Plan
 from airflow_broadcast.reconcilers.tf_job.reconciler import TFJobOptions, reconcile_tf_job
 from airflow_broadcast.reconcilers.tf_job.status import find_condition
-from airflow_broadcast.specs.timestamps import to_rfc3339
+from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
 
 BACKOFF = "Job mnist has failed because it has reached the specified backoff limit"
 DEADLINE = "Job mnist has failed because it was active longer than specified deadline"
@@ -112,46 +113,54 @@ def test_G7_suspend_deletes_everything_regardless_of_policy() -> None:
     assert cluster.pods == {} and cluster.services == {}
 
 
-def test_G8_delete_events() -> None:
-    events = finishing_pass("All")[1].events
-    assert JobEvent("Normal", "SuccessfulDeletePod", "Deleted pod: mnist-ps-0") in events
-    assert JobEvent("Normal", "SuccessfulDeleteService", "Deleted service: mnist-ps-0") in events
+def test_G8_the_pass_plans_the_deletes_and_leaves_their_events_to_the_executor() -> None:
+    """`SuccessfulDeletePod` / `SuccessfulDeleteService` are recorded by the executor once a delete happened."""
+    plan = finishing_pass("All")[1]
+    assert {("Pod", "mnist-ps-0"), ("Service", "mnist-ps-0")} <= {(d.kind, d.name) for d in plan.deletes}
+    assert not [e for e in plan.events if e.reason.startswith("SuccessfulDelete")]
 
 
 def succeeded_cluster(ttl: int | None, **run_policy: Any) -> TFCluster:
     cluster = started({"Worker": 1}, run_policy={"ttlSecondsAfterFinished": ttl, **run_policy})
     cluster.set_phase("Succeeded")
-    plan = cluster.step(NOW + 10)
-    assert plan.finished and not plan.delete_job
+    assert cluster.step(NOW + 10).finished
     return cluster
 
 
-def test_H1_without_ttl_the_job_is_never_deleted() -> None:
+def expiry_of(cluster: TFCluster) -> float | None:
+    return from_rfc3339(cluster.record.annotations.get(EXPIRES_AT))
+
+
+def test_H1_without_ttl_the_job_never_expires() -> None:
     cluster = succeeded_cluster(None)
     plan = cluster.step(NOW + 10**7)
-    assert not plan.delete_job and plan.requeue_after is None
+    assert expiry_of(cluster) is None
+    assert not plan.changes_cluster and plan.requeue_after is None
 
 
-def test_H2_expired_ttl_deletes_the_job() -> None:
+def test_H2_the_finishing_pass_stamps_the_expiry_and_no_pass_deletes_the_job() -> None:
+    """Deleting the record, and the `SuccessfulDeleteJob` event, are left to the task that reads the
+    result and to the sweeper: a pass never plans them, before or after the expiry."""
     cluster = succeeded_cluster(60)
-    plan = cluster.step(NOW + 71)
-    assert plan.delete_job and cluster.job_deleted
-    assert JobEvent("Normal", "SuccessfulDeleteJob", "Deleted job: mnist") in plan.events
+    assert expiry_of(cluster) == from_rfc3339(cluster.status["completionTime"]) + 60
+    for later in (NOW + 69, NOW + 71, NOW + 10**6):
+        plan = cluster.step(later)
+        assert plan.finished and not plan.changes_cluster and plan.events == ()
 
 
-def test_H3_unexpired_ttl_schedules_a_wake_up_at_expiry() -> None:
+def test_H3_the_expiry_is_an_instant_on_the_record_not_a_timer() -> None:
     cluster = succeeded_cluster(60)
-    assert cluster.reconcile(NOW + 10).requeue_after == 60
-    plan = cluster.step(NOW + 40.5)
-    assert not plan.delete_job and plan.requeue_after == pytest.approx(29.5)
+    assert cluster.status["completionTime"] == to_rfc3339(NOW + 10)
+    assert cluster.record.annotations[EXPIRES_AT] == to_rfc3339(NOW + 70)
+    assert cluster.reconcile(NOW + 40.5).requeue_after is None
 
 
-def test_H4_ttl_zero_deletes_at_the_next_pass() -> None:
+def test_H4_ttl_zero_expires_at_completion() -> None:
     cluster = started({"Worker": 1}, run_policy={"ttlSecondsAfterFinished": 0})
     cluster.set_phase("Succeeded")
     finishing = cluster.step(NOW + 10)
-    assert finishing.requeue_after == 0 and not finishing.delete_job
-    assert cluster.step(NOW + 10.2).delete_job
+    assert finishing.finished and finishing.status is not None
+    assert finishing.record_annotations == {EXPIRES_AT: finishing.status["completionTime"]}
 
 
 def test_H5_missing_completion_time_is_backfilled_from_the_condition() -> None:
@@ -160,14 +169,16 @@ def test_H5_missing_completion_time_is_backfilled_from_the_condition() -> None:
                               "lastUpdateTime": to_rfc3339(NOW), "lastTransitionTime": to_rfc3339(NOW)}]}
     plan = reconcile_tf_job(spec, make_record(spec, status), [], [], NOW + 30)
     assert plan.status is not None and plan.status["completionTime"] == to_rfc3339(NOW)
-    assert plan.requeue_after == 70 and not plan.delete_job
+    assert plan.record_annotations == {EXPIRES_AT: to_rfc3339(NOW + 100)}
 
 
-def test_H6_suspended_finished_job_ignores_ttl() -> None:
+def test_H6_a_suspended_finished_job_does_not_expire() -> None:
     cluster = succeeded_cluster(5)
+    assert expiry_of(cluster) is not None
     cluster.replace_spec(make_spec(replicas={"Worker": 1}, run_policy={"ttlSecondsAfterFinished": 5, "suspend": True}))
     plan = cluster.step(NOW + 1000)
-    assert not plan.delete_job and plan.requeue_after is None
+    assert plan.record_annotations == {EXPIRES_AT: None} and expiry_of(cluster) is None
+    assert plan.requeue_after is None and plan.events == ()
 
 
 def test_I1_deadline_fails_the_job() -> None:
