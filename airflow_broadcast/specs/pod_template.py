@@ -14,6 +14,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, TypeGuard
 
+from airflow_broadcast.specs.api_types import MAX_INT32
 from airflow_broadcast.specs.field_errors import (
     FieldError,
     forbidden,
@@ -35,7 +36,6 @@ from airflow_broadcast.specs.name_rules import (
     validate_labels,
 )
 
-MAX_INT32 = 2**31 - 1
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
 TOLERATION_OPERATORS = ("Equal", "Exists")

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
+from airflow_broadcast.specs.api_types import MAX_INT32, MAX_INT64
 from airflow_broadcast.specs.field_errors import (
     FieldError,
     InvalidSpecError,
@@ -44,12 +45,11 @@ KIND = "BroadcastJob"
 PLURAL = "broadcastjobs"
 SHORT_NAME = "bcj"
 
+# Set on every pod of a job (upstream's JobNameLabelKey and ControllerUIDLabelKey); users may not preset them.
 JOB_NAME_LABEL = "broadcastjob-name"
-CONTROLLER_UID_LABEL = "broadcastjob-controller-uid"
-RESERVED_LABELS = (JOB_NAME_LABEL, CONTROLLER_UID_LABEL)
+JOB_UID_LABEL = "broadcastjob-controller-uid"
+RESERVED_LABELS = (JOB_NAME_LABEL, JOB_UID_LABEL)
 
-MAX_INT32 = 2**31 - 1
-MAX_INT64 = 2**63 - 1
 DEFAULT_PARALLELISM = MAX_INT32
 COMPLETION_ALWAYS = "Always"
 COMPLETION_NEVER = "Never"
@@ -204,7 +204,7 @@ def _validate_upstream_spec(spec: Mapping[str, Any]) -> list[FieldError]:
             ))
     labels = _mapping(_mapping(template.get("metadata")).get("labels"))
     if any(labels.get(key) not in (None, "") for key in RESERVED_LABELS):
-        message = f'"{JOB_NAME_LABEL}" and "{CONTROLLER_UID_LABEL}" are not allowed to preset in pod labels'
+        message = f'"{JOB_NAME_LABEL}" and "{JOB_UID_LABEL}" are not allowed to preset in pod labels'
         errors.append(invalid("spec.template.metadata.labels", dict(labels), message))
     errors.extend(validate_pod_template(template, "spec.template"))
     return errors
