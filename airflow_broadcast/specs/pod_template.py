@@ -8,9 +8,7 @@ Shared by BroadcastJob and TFJob validation.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
-from decimal import Decimal
 from fractions import Fraction
 from typing import Any, TypeGuard
 
@@ -35,6 +33,7 @@ from airflow_broadcast.specs.name_rules import (
     validate_dns1123_subdomain,
     validate_labels,
 )
+from airflow_broadcast.specs.quantities import QuantityError, parse_quantity
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
@@ -45,31 +44,6 @@ PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 NEGATIVE_MSG = "must be greater than or equal to 0"
-
-QUANTITY_FMT = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
-QUANTITY_SYNTAX_MSG = f"quantities must match the regular expression '{QUANTITY_FMT}'"
-_QUANTITY_RE = re.compile(
-    r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
-)
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-
-
-def parse_quantity(value: Any) -> Fraction | None:
-    """The exact value of a resource quantity ("500m", "1Gi", 2, "1e3"), or None if unparseable.
-
-    A syntax check only (no canonical formatting); the reconcilers have their own parser.
-    """
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        return None
-    match = _QUANTITY_RE.match(str(value))
-    if match is None:
-        return None
-    number, suffix = Fraction(Decimal(match.group(1))), match.group(2) or ""
-    if suffix in _BINARY:
-        return number * _BINARY[suffix]
-    exponent = _DECIMAL[suffix] if suffix in _DECIMAL else int(suffix[1:])
-    return number * Fraction(10) ** exponent
 
 
 def _is_int(value: Any) -> TypeGuard[int]:
@@ -315,9 +289,10 @@ def _validate_resources(value: Any, path: str) -> list[FieldError]:
             errors.extend(invalid(key_path, resource, msg) for msg in is_qualified_name(resource))
             if "/" not in resource and not _is_standard_container_resource(resource):
                 errors.append(invalid(key_path, resource, "must be a standard resource for containers"))
-            amount = parse_quantity(quantity)
-            if amount is None:
-                errors.append(invalid(key_path, quantity, QUANTITY_SYNTAX_MSG))
+            try:
+                amount = parse_quantity(quantity)
+            except QuantityError as err:
+                errors.append(invalid(key_path, quantity, err.reason))
                 continue
             if amount < 0:
                 errors.append(invalid(key_path, str(quantity), NEGATIVE_MSG))
@@ -326,16 +301,14 @@ def _validate_resources(value: Any, path: str) -> list[FieldError]:
             parsed[section][resource] = amount
             if section == "requests":
                 limit_text = _as_map(resources.get("limits"), path, []).get(key)
-                errors.extend(_compare_to_limit(resource, quantity, parsed["limits"], limit_text, path))
+                errors.extend(_compare_to_limit(resource, quantity, amount, parsed["limits"], limit_text, path))
     return errors
 
 
-def _compare_to_limit(
-    resource: str, quantity: Any, limits: Mapping[str, Fraction], limit_text: Any, path: str
-) -> list[FieldError]:
+def _compare_to_limit(resource: str, quantity: Any, amount: Fraction, limits: Mapping[str, Fraction],
+                      limit_text: Any, path: str) -> list[FieldError]:
     """Kubernetes reports these at `resources.requests`, quoting the limit."""
-    amount = parse_quantity(quantity)
-    if resource not in limits or amount is None:
+    if resource not in limits:
         if limit_text is None and not _overcommit_allowed(resource):
             return [required(f"{path}.limits", "Limit must be set for non overcommitable resources")]
         return []

@@ -38,11 +38,15 @@ _LabelRequirement = tuple[str, str, frozenset[str], int]  # operator, key, value
 _FieldRequirement = tuple[str, str, bool]  # key, value, True for In / False for NotIn
 
 
+class RequestQuantityError(ValueError):
+    """A request, limit or overhead that is no quantity: the API server refuses such a pod, no node can run it."""
+
+
 def _quantity(name: str, raw: object) -> Fraction:
     try:
         return parse_quantity(raw)
     except QuantityError as err:
-        raise QuantityError(f"invalid resource quantity for {name}: {err}") from err
+        raise RequestQuantityError(f"invalid resource quantity for {name}: {err}") from err
 
 
 def _container_requests(container: Mapping[str, Any]) -> dict[str, Fraction]:
@@ -69,7 +73,7 @@ def pod_requests(spec: Mapping[str, Any]) -> dict[str, Fraction]:
     A regular init container runs next to the sidecars started before it; sidecars
     (`restartPolicy: Always`) also run next to the containers. Pod-level cpu/memory
     requests override (pod-level limits default them, as the API server does), then
-    overhead is added. Raises QuantityError ("invalid resource quantity for <name>: ...").
+    overhead is added. Raises RequestQuantityError ("invalid resource quantity for <name>: ...").
     """
     requests: dict[str, Fraction] = {}
     for container in spec.get("containers") or []:
@@ -285,7 +289,7 @@ def compile_fitness(spec: Mapping[str, Any], *, template: bool = False) -> Fitne
     """
     try:
         requests, request_error = _checked_requests(pod_requests(spec)), None
-    except QuantityError as err:
+    except RequestQuantityError as err:
         requests, request_error = (), str(err)
     return FitnessCheck(
         node_name="" if template else str(spec.get("nodeName") or ""),
