@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from airflow_broadcast.reconcilers.observed import NodeInfo, Taint
+from airflow_broadcast.specs.name_rules import is_qualified_name, is_valid_label_value
 from airflow_broadcast.specs.quantities import QuantityError, int_value, milli_value, parse_quantity
 
 REASON_NODE_NAME = "node(s) didn't match the requested node name"
@@ -28,8 +29,6 @@ _FILTERED_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 _FIXED_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 _POD_LEVEL_RESOURCES = ("cpu", "memory")
 _LABEL_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
-_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _GO_INT = re.compile(r"([+-]?)([0-9]+)")
 
 _Selector = tuple[tuple[str, str], ...]
@@ -105,7 +104,7 @@ def _is_scalar_resource(name: str) -> bool:
     """Extended, hugepages, attachable-volume and kubernetes.io/ names; the scheduler ignores others."""
     if name.startswith(("hugepages-", "attachable-volumes-")) or "kubernetes.io/" in name:
         return True
-    return "/" in name and not name.startswith("requests.") and _is_qualified_name("requests." + name)
+    return "/" in name and not name.startswith("requests.") and not is_qualified_name("requests." + name)
 
 
 def _rounded(name: str, amount: Fraction) -> int:
@@ -128,19 +127,6 @@ def _checked_requests(requests: Mapping[str, Fraction]) -> tuple[tuple[str, int]
     return (*fixed, *scalar)
 
 
-def _is_qualified_name(key: str) -> bool:
-    parts = key.split("/")
-    if len(parts) > 2:
-        return False
-    if len(parts) == 2 and not (0 < len(parts[0]) <= 253 and _DNS_SUBDOMAIN.fullmatch(parts[0])):
-        return False
-    return len(parts[-1]) <= 63 and _NAME.fullmatch(parts[-1]) is not None
-
-
-def _is_label_value(value: str) -> bool:
-    return value == "" or (len(value) <= 63 and _NAME.fullmatch(value) is not None)
-
-
 def _go_int64(text: str) -> int | None:
     """strconv.ParseInt(text, 10, 64), or None where Go returns an error."""
     match = _GO_INT.fullmatch(text)
@@ -155,7 +141,7 @@ def _label_requirement(expr: Mapping[str, Any]) -> _LabelRequirement | None:
     op = str(expr.get("operator") or "")
     key = str(expr.get("key") or "")
     values = [str(v) for v in expr.get("values") or []]
-    if op not in _LABEL_OPERATORS or not _is_qualified_name(key) or not all(map(_is_label_value, values)):
+    if op not in _LABEL_OPERATORS or is_qualified_name(key) or any(map(is_valid_label_value, values)):
         return None
     if (op in ("In", "NotIn") and not values) or (op in ("Exists", "DoesNotExist") and values):
         return None

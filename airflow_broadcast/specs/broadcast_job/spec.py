@@ -8,7 +8,6 @@ webhook; the pod template is kept as given (it is schemaless upstream).
 
 from __future__ import annotations
 
-import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
@@ -28,7 +27,7 @@ from airflow_broadcast.specs.name_rules import (
     DNS1123_SUBDOMAIN_MAX,
     is_dns1123_subdomain,
     max_len_error,
-    regex_error,
+    regex_errors,
     validate_annotations,
     validate_dns1123_label,
     validate_labels,
@@ -67,7 +66,6 @@ NAME_MAX_LENGTH_FOR_PODS = NAME_MAX_LENGTH - POD_NAME_SUFFIX_LENGTH
 
 NAME_FMT = r"^[a-zA-Z0-9\-]+$"
 NAME_MSG = "BroadcastJob name must consist of alphanumeric characters or '-'"
-_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "-")
 
 
 @dataclass(frozen=True)
@@ -159,8 +157,8 @@ def _validate_metadata(metadata: Mapping[str, Any], namespace: str | None) -> li
     elif not isinstance(name, str):
         errors.append(invalid("metadata.name", name, "must be a string"))
     else:
-        if not set(name) <= _NAME_CHARS:
-            errors.append(invalid("metadata.name", name, regex_error(NAME_MSG, NAME_FMT, "example-com")))
+        name_errors = regex_errors(name, NAME_FMT, NAME_MSG, "example-com")
+        errors.extend(invalid("metadata.name", name, msg) for msg in name_errors)
         if len(name) > NAME_MAX_LENGTH:
             errors.append(invalid("metadata.name", name, max_len_error(NAME_MAX_LENGTH)))
         too_long_for_dns = max_len_error(DNS1123_SUBDOMAIN_MAX)

@@ -8,11 +8,11 @@ values, child-name length, Chief/Master count) are rejected too (B12, B13).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from airflow_broadcast.specs.field_errors import FieldError, forbidden, invalid, not_supported, required
+from airflow_broadcast.specs.name_rules import is_dns1035_label, validate_dns1123_label
 from airflow_broadcast.specs.tf_job.spec import (
     API_VERSION,
     CHIEF_OR_MASTER,
@@ -28,31 +28,8 @@ from airflow_broadcast.specs.tf_job.spec import (
     normalize_replica_type,
 )
 
-_DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-_DNS1123 = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-DNS1035_MESSAGE = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
-    "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-)
-DNS1123_MESSAGE = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
-    "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
-    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
-MAX_LENGTH_MESSAGE = f"must be no more than {MAX_NAME_LENGTH} characters"
 NON_NEGATIVE_MESSAGE = "must be greater than or equal to 0"
 REPLICAS_PATH = "spec.tfReplicaSpecs"
-
-
-def dns1035_label_errors(value: str) -> list[str]:
-    """apimachinery `IsDNS1035Label`: the length error first, then the pattern error."""
-    errors = []
-    if len(value) > MAX_NAME_LENGTH:
-        errors.append(MAX_LENGTH_MESSAGE)
-    if not _DNS1035.fullmatch(value):
-        errors.append(DNS1035_MESSAGE)
-    return errors
 
 
 def validate_manifest(manifest: Mapping[str, Any], *, namespace: str | None = None,
@@ -140,13 +117,15 @@ def _check_metadata(metadata: Any, namespace: str | None, errors: list[FieldErro
         errors.append(required("metadata.name", "name is required: child pods and services are named after it"))
     elif not isinstance(name, str):
         errors.append(invalid("metadata.name", name, "must be a string"))
-    elif problems := dns1035_label_errors(name):
+    elif problems := is_dns1035_label(name):
         errors.append(invalid("metadata.name", name, f"should match: {','.join(problems)}"))
     else:
         valid_name = name
     ns = namespace if namespace is not None else metadata.get("namespace")
-    if ns is not None and (not isinstance(ns, str) or len(ns) > MAX_NAME_LENGTH or not _DNS1123.fullmatch(ns)):
-        errors.append(invalid("metadata.namespace", ns, DNS1123_MESSAGE))
+    if ns is not None and not isinstance(ns, str):
+        errors.append(invalid("metadata.namespace", ns, "must be a string"))
+    elif ns is not None:
+        errors.extend(validate_dns1123_label(ns, "metadata.namespace"))
     for key in ("labels", "annotations"):
         value = metadata.get(key)
         if value is not None and not (isinstance(value, Mapping) and all(
