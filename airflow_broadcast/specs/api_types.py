@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 JsonDict = dict[str, Any]
@@ -10,3 +11,12 @@ JsonDict = dict[str, Any]
 MAX_INT32 = 2**31 - 1
 MAX_INT64 = 2**63 - 1
 
+
+def object_meta(name: str, namespace: str, labels: Mapping[str, str], annotations: Mapping[str, str]) -> JsonDict:
+    """`metadata` as Go serialises an ObjectMeta: empty labels and annotations are left out (omitempty)."""
+    metadata: JsonDict = {"name": name, "namespace": namespace}
+    if labels:
+        metadata["labels"] = dict(labels)
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    return metadata

@@ -9,12 +9,21 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeGuard
 
-from airflow_broadcast.specs.field_errors import FieldError, invalid, not_supported
+from airflow_broadcast.specs.field_errors import NON_NEGATIVE_MSG, FieldError, invalid, not_supported
 
 
 def is_int(value: Any) -> TypeGuard[int]:
     """A JSON integer (bool is an int in Python, not in JSON)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def json_type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def mapping_or_empty(value: Any) -> Mapping[str, Any]:
+    """The value when it is an object, else {} (its type is reported elsewhere)."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def as_map(value: Any, path: str, errors: list[FieldError]) -> Mapping[str, Any]:
@@ -59,3 +68,21 @@ def enum_errors(spec: Mapping[str, Any], key: str, allowed: tuple[str, ...], pat
     if value is None or value == "" or value in allowed:
         return []
     return [not_supported(f"{path}.{key}", value, allowed)]
+
+
+def check_bool(value: Any, path: str, errors: list[FieldError]) -> None:
+    if value is not None and not isinstance(value, bool):
+        errors.append(invalid(path, value, "must be a boolean"))
+
+
+def check_count(value: Any, path: str, errors: list[FieldError]) -> int | None:
+    """An optional non-negative integer field; returns it when usable."""
+    if value is None:
+        return None
+    if not is_int(value):
+        errors.append(invalid(path, value, "must be an integer"))
+        return None
+    if value < 0:
+        errors.append(invalid(path, value, NON_NEGATIVE_MSG))
+        return None
+    return value

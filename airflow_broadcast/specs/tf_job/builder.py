@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from airflow_broadcast.specs.quantities import QuantityError, parse_quantity
-from airflow_broadcast.specs.tf_job.spec import API_VERSION, CHIEF, CONTAINER_NAME, KIND, PS, WORKER, parse_tf_job
+from airflow_broadcast.specs.tf_job.parsing import parse_tf_job
+from airflow_broadcast.specs.tf_job.spec import API_VERSION, CHIEF, CONTAINER_NAME, KIND, PS, WORKER
 
 DEFAULT_BASE_IMAGE = "docker.io/tensorflow/tensorflow:2.9.1"
 DEFAULT_GPU_BASE_IMAGE = f"{DEFAULT_BASE_IMAGE}-gpu"

@@ -18,7 +18,7 @@ from airflow_broadcast.specs.name_rules import (
     is_valid_label_value,
     regex_errors,
 )
-from airflow_broadcast.specs.tf_job.spec import validate_tf_job
+from airflow_broadcast.specs.tf_job import validate_tf_job
 
 DNS1035_FORMAT_ERROR = (
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
