@@ -8,7 +8,7 @@ import pytest
 
 from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import REASON_AFFINITY, check_template_fitness
 from airflow_broadcast.reconcilers.observed import NodeInfo
-from airflow_broadcast.specs.broadcast_job.spec import validate_broadcast_job
+from airflow_broadcast.specs.broadcast_job import validate_broadcast_job
 from airflow_broadcast.specs.name_rules import (
     is_dns1035_label,
     is_dns1123_label,
