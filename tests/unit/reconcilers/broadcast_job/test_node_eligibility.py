@@ -17,9 +17,9 @@ from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import (
     check_template_fitness,
     compile_fitness,
     matches_node_selector_and_affinity,
-    pod_requests,
     tolerates,
 )
+from airflow_broadcast.reconcilers.broadcast_job.pod_resources import pod_requests
 from airflow_broadcast.reconcilers.observed import NodeInfo, Taint
 from airflow_broadcast.specs.quantities import QuantityError, parse_quantity
 
