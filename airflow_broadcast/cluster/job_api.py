@@ -30,9 +30,9 @@ from airflow_broadcast.cluster.job_records import (
     write_record,
 )
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
-from airflow_broadcast.specs.broadcast_job import spec as broadcast_job_spec
+from airflow_broadcast.specs import broadcast_job as broadcast_job_spec
+from airflow_broadcast.specs import tf_job as tf_job_spec
 from airflow_broadcast.specs.field_errors import InvalidSpecError
-from airflow_broadcast.specs.tf_job import spec as tf_job_spec
 
 DEFAULT_API_VERSION = {"TFJob": tf_job_spec.API_VERSION, "BroadcastJob": broadcast_job_spec.API_VERSION}
 PROPAGATION_POLICIES = ("Orphan", "Background", "Foreground")

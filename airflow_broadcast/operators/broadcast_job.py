@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_broadcast.operators.job_operator import KubernetesJobOperator, ParsedJob
-from airflow_broadcast.specs.broadcast_job.spec import broadcast_job_warnings, parse_broadcast_job, to_manifest
+from airflow_broadcast.specs.broadcast_job import broadcast_job_warnings, parse_broadcast_job, to_manifest
 
 
 def bcj_driver_options(assign_pods_by_scheduler: bool, kruise_compat: bool) -> dict[str, Any]:

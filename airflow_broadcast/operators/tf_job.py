@@ -15,7 +15,7 @@ from airflow_broadcast.reconcilers.tf_job.options import TFJobOptions
 from airflow_broadcast.specs.field_errors import InvalidSpecError, invalid
 from airflow_broadcast.specs.manifest_text import parse_manifest
 from airflow_broadcast.specs.name_rules import is_valid_label_value
-from airflow_broadcast.specs.tf_job.spec import parse_tf_job
+from airflow_broadcast.specs.tf_job import parse_tf_job
 
 
 def tf_driver_options(cluster_domain: str, compat: bool, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from airflow_broadcast.reconcilers.broadcast_job.pods import RECORD_UID_LABEL
 from airflow_broadcast.reconcilers.broadcast_job.reconciler import BroadcastOptions, reconcile_broadcast_job
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.reconcilers.plan import Plan
-from airflow_broadcast.specs.broadcast_job.spec import parse_broadcast_job
+from airflow_broadcast.specs.broadcast_job import parse_broadcast_job
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from airflow_broadcast.reconcilers.plan import Plan
 from airflow_broadcast.reconcilers.tf_job.children import RECORD_UID_LABEL
 from airflow_broadcast.reconcilers.tf_job.gang_scheduling import gang_scheduler
 from airflow_broadcast.reconcilers.tf_job.reconciler import TFJobOptions, reconcile_tf_job
-from airflow_broadcast.specs.tf_job.spec import parse_tf_job
+from airflow_broadcast.specs.tf_job import parse_tf_job
 
 TF_STYLE = ChildEventStyle(create_ok="SuccessfulCreatePod", create_failed="FailedCreatePod",
                            delete_ok="SuccessfulDeletePod", delete_ok_message="Deleted pod: {name}")
