@@ -127,7 +127,7 @@ def bench_many(jobs: int, nodes_per_job: int) -> dict[str, Any]:
     from airflow_broadcast.cluster.job_submission import submit_job
     from airflow_broadcast.cluster.kinds.registry import driver_for
     from airflow_broadcast.cluster.reconcile_loop import run_reconcile_loop
-    from airflow_broadcast.specs.broadcast_job.spec import parse_broadcast_job, to_manifest
+    from airflow_broadcast.specs.broadcast_job import parse_broadcast_job, to_manifest
     from airflow_broadcast.triggers.loop_lag import LoopLag
     from tests.support.engine import kube_client
 

@@ -22,10 +22,12 @@ from airflow_broadcast.cluster.api_errors import (
     TransportError,
     error_from_response,
 )
+from airflow_broadcast.specs.api_types import JsonDict
+
+__all__ = ["JsonDict", "KubeClient", "RateLimiter"]  # JsonDict: the cluster layer imports it from here
 
 log = logging.getLogger(__name__)
 
-JsonDict = dict[str, Any]
 # Bodies above this size are parsed in a worker thread so the event loop never stalls.
 _OFFLOAD_PARSE_BYTES = 256 * 1024
 

@@ -15,7 +15,6 @@ from airflow_broadcast.reconcilers.observed import (
 )
 from airflow_broadcast.specs.timestamps import from_rfc3339
 
-JsonDict = dict[str, Any]
 PRIORITY_CLASSES_PATH = "/apis/scheduling.k8s.io/v1/priorityclasses"
 
 

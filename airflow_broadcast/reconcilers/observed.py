@@ -10,8 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-JsonDict = dict[str, Any]
-
 
 @dataclass(frozen=True)
 class Taint:

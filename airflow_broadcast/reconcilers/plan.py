@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-JsonDict = dict[str, Any]
+from airflow_broadcast.specs.api_types import JsonDict
+
 ActiveCount = Literal["none", "created", "attempted"]
 
 

@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+NON_NEGATIVE_MSG = "must be greater than or equal to 0"
+
 
 @dataclass(frozen=True)
 class FieldError:
@@ -69,6 +71,10 @@ def not_supported(path: str, value: Any, supported: Iterable[str]) -> FieldError
 def not_found(path: str, value: Any) -> FieldError:
     """Kubernetes' field.NotFound, e.g. a volumeMount naming no declared volume."""
     return FieldError(path, "NotFound", "not found", value, True)
+
+
+def duplicate(path: str, value: Any) -> FieldError:
+    return FieldError(path, "Duplicate", "", value, True)
 
 
 def too_long(path: str, value: Any, limit: int) -> FieldError:

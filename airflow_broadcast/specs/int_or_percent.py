@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from airflow_broadcast.specs.api_types import MAX_INT32
 from airflow_broadcast.specs.field_errors import FieldError, invalid
 
-MAX_INT32 = 2**31 - 1
 IntOrPercent = int | str
 
 _PERCENT_RE = re.compile(r"^[0-9]+%$")

@@ -19,16 +19,19 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 class PodCompletionTrigger(BaseTrigger):
     """Fire once the pod is Succeeded or Failed, it disappears, or `deadline` (epoch seconds) passes.
 
+    The pod is read through the connection and, when given, the kubeconfig context
+    `cluster_context`, so a task can wait on a pod in any cluster its connection reaches.
     Kwargs hold identifiers and timings only, never credentials.
     """
 
     def __init__(self, pod_name: str, namespace: str, kubernetes_conn_id: str = "kubernetes_default",
-                 deadline: float | None = None) -> None:
+                 deadline: float | None = None, cluster_context: str | None = None) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.pod_name = pod_name
         self.namespace = namespace
         self.kubernetes_conn_id = kubernetes_conn_id
         self.deadline = deadline
+        self.cluster_context = cluster_context
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -38,6 +41,7 @@ class PodCompletionTrigger(BaseTrigger):
                 "namespace": self.namespace,
                 "kubernetes_conn_id": self.kubernetes_conn_id,
                 "deadline": self.deadline,
+                "cluster_context": self.cluster_context,
             },
         )
 
@@ -67,7 +71,8 @@ class PodCompletionTrigger(BaseTrigger):
             yield self._event("error", f"{type(exc).__name__}: {exc}", stack_trace=traceback.format_exc())
 
     async def _wait_terminal(self) -> tuple[str | None, str]:
-        client = await BroadcastKubernetesHook(self.kubernetes_conn_id).kube_client()
+        hook = BroadcastKubernetesHook(self.kubernetes_conn_id, cluster_context=self.cluster_context)
+        client = await hook.kube_client()
         path = f"/api/v1/namespaces/{self.namespace}/pods"
         selector = f"metadata.name={self.pod_name}"
         while True:

@@ -18,7 +18,7 @@ from airflow_broadcast.reconcilers.broadcast_job.pods import build_pod
 from airflow_broadcast.reconcilers.broadcast_job.reconciler import BroadcastOptions, reconcile_broadcast_job
 from airflow_broadcast.reconcilers.observed import JobRecord, NodeInfo, PodInfo, Taint
 from airflow_broadcast.reconcilers.plan import JobEvent, Plan
-from airflow_broadcast.specs.broadcast_job.spec import BroadcastJobSpec, parse_broadcast_job
+from airflow_broadcast.specs.broadcast_job import BroadcastJobSpec, parse_broadcast_job
 from airflow_broadcast.specs.timestamps import to_rfc3339
 
 NAME = "bcj"

@@ -23,8 +23,8 @@ from airflow_broadcast.cluster.kinds.registry import driver_for, kind_for
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.reconcile_loop import LoopOutcome, run_reconcile_loop
 from airflow_broadcast.reconcilers.observed import JobRecord
-from airflow_broadcast.specs.broadcast_job.spec import parse_broadcast_job, to_manifest
-from airflow_broadcast.specs.tf_job.spec import parse_tf_job
+from airflow_broadcast.specs.broadcast_job import parse_broadcast_job, to_manifest
+from airflow_broadcast.specs.tf_job import parse_tf_job
 
 T = TypeVar("T")
 

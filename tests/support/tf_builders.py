@@ -13,6 +13,7 @@ from typing import Any
 from airflow_broadcast.reconcilers.observed import ContainerExit, JobRecord, PodGroupInfo, PodInfo, ServiceInfo
 from airflow_broadcast.reconcilers.plan import Plan
 from airflow_broadcast.reconcilers.tf_job.reconciler import TFJobOptions, reconcile_tf_job
+from airflow_broadcast.specs.tf_job import parse_tf_job
 from airflow_broadcast.specs.tf_job.spec import (
     LABEL_JOB_NAME,
     LABEL_OPERATOR_NAME,
@@ -20,7 +21,6 @@ from airflow_broadcast.specs.tf_job.spec import (
     LABEL_REPLICA_TYPE,
     OPERATOR_NAME,
     TFJobSpec,
-    parse_tf_job,
 )
 
 UID = "job-uid-1"

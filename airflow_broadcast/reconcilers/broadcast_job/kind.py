@@ -14,13 +14,13 @@ from airflow_broadcast.reconcilers.broadcast_job.reconciler import (
 from airflow_broadcast.reconcilers.kind import Condition, JobIdentity, ParsedJob, identity, spec_section
 from airflow_broadcast.reconcilers.observed import JobRecord, NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import Plan
-from airflow_broadcast.specs.broadcast_job.spec import (
+from airflow_broadcast.specs.broadcast_job import (
     API_VERSION,
-    COMPLETION_NEVER,
     broadcast_job_warnings,
     parse_broadcast_job,
     to_manifest,
 )
+from airflow_broadcast.specs.broadcast_job.spec import COMPLETION_NEVER
 from airflow_broadcast.specs.timestamps import from_rfc3339
 
 MAX_NAMED_FAILURES = 20

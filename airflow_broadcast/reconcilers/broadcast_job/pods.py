@@ -10,9 +10,8 @@ from typing import Any
 
 from airflow_broadcast.reconcilers.observed import JobRecord, PodInfo
 from airflow_broadcast.reconcilers.plan import JobEvent
+from airflow_broadcast.specs.broadcast_job.spec import JOB_NAME_LABEL, JOB_UID_LABEL
 
-JOB_NAME_LABEL = "broadcastjob-name"
-JOB_UID_LABEL = "broadcastjob-controller-uid"
 RECORD_UID_LABEL = "airflow-broadcast.io/job-uid"
 NODE_ANNOTATION = "airflow-broadcast.io/node"
 ATTEMPT_ANNOTATION = "airflow-broadcast.io/attempt"

@@ -14,7 +14,8 @@ from airflow_broadcast.reconcilers.tf_job.options import TFJobOptions
 from airflow_broadcast.reconcilers.tf_job.reconciler import reconcile_tf_job
 from airflow_broadcast.specs.field_errors import InvalidSpecError
 from airflow_broadcast.specs.manifest_text import parse_manifest
-from airflow_broadcast.specs.tf_job.spec import API_VERSION, CONTAINER_NAME, parse_tf_job, validate_tf_job_update
+from airflow_broadcast.specs.tf_job import API_VERSION, parse_tf_job, validate_tf_job_update
+from airflow_broadcast.specs.tf_job.spec import CONTAINER_NAME
 from airflow_broadcast.specs.timestamps import from_rfc3339
 
 

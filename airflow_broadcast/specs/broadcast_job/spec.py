@@ -1,38 +1,16 @@
-"""BroadcastJob (apps.kruise.io) manifests: validation, defaults and a typed, frozen spec.
+"""BroadcastJob (apps.kruise.io): the API's constants, the labels it reserves on pods, and the typed, frozen spec.
 
-Validation reproduces OpenKruise's admission webhook (same paths, messages and order),
-then adds the checks upstream lacks ([X] rules V13-V19) so that a job which would
-misbehave is rejected before anything is created. Defaults are those of the mutating
-webhook; the pod template is kept as given (it is schemaless upstream).
+Validation is in `validation`; `parsing` turns a manifest into a `BroadcastJobSpec`
+with the mutating webhook's defaults, and back.
 """
 
 from __future__ import annotations
 
-import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any
 
-from airflow_broadcast.specs.field_errors import (
-    FieldError,
-    InvalidSpecError,
-    forbidden,
-    invalid,
-    not_supported,
-    required,
-)
-from airflow_broadcast.specs.int_or_percent import validate_int_or_percent
-from airflow_broadcast.specs.manifest_text import parse_manifest
-from airflow_broadcast.specs.name_rules import (
-    DNS1123_SUBDOMAIN_MAX,
-    is_dns1123_subdomain,
-    max_len_error,
-    regex_error,
-    validate_annotations,
-    validate_dns1123_label,
-    validate_labels,
-)
-from airflow_broadcast.specs.pod_template import validate_pod_template
+from airflow_broadcast.specs.api_types import MAX_INT32
 
 GROUP = "apps.kruise.io"
 VERSION_V1ALPHA1 = "v1alpha1"
@@ -44,12 +22,11 @@ KIND = "BroadcastJob"
 PLURAL = "broadcastjobs"
 SHORT_NAME = "bcj"
 
+# Set on every pod of a job (upstream's JobNameLabelKey and ControllerUIDLabelKey); users may not preset them.
 JOB_NAME_LABEL = "broadcastjob-name"
-CONTROLLER_UID_LABEL = "broadcastjob-controller-uid"
-RESERVED_LABELS = (JOB_NAME_LABEL, CONTROLLER_UID_LABEL)
+JOB_UID_LABEL = "broadcastjob-controller-uid"
+RESERVED_LABELS = (JOB_NAME_LABEL, JOB_UID_LABEL)
 
-MAX_INT32 = 2**31 - 1
-MAX_INT64 = 2**63 - 1
 DEFAULT_PARALLELISM = MAX_INT32
 COMPLETION_ALWAYS = "Always"
 COMPLETION_NEVER = "Never"
@@ -67,7 +44,6 @@ NAME_MAX_LENGTH_FOR_PODS = NAME_MAX_LENGTH - POD_NAME_SUFFIX_LENGTH
 
 NAME_FMT = r"^[a-zA-Z0-9\-]+$"
 NAME_MSG = "BroadcastJob name must consist of alphanumeric characters or '-'"
-_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "-")
 
 
 @dataclass(frozen=True)
@@ -97,241 +73,3 @@ class BroadcastJobSpec:
     completion_policy: CompletionPolicy = field(default_factory=CompletionPolicy)
     failure_policy: FailurePolicy = field(default_factory=FailurePolicy)
     paused: bool = False
-
-
-def _is_int(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def validate_broadcast_job(manifest: Mapping[str, Any], *, namespace: str | None = None) -> list[FieldError]:
-    """Every problem with the manifest, upstream rules first in upstream order, then ours."""
-    if not isinstance(manifest, Mapping):
-        return [invalid("<root>", manifest, "must be an object")]
-    errors = _validate_type_meta(manifest)
-    metadata = manifest.get("metadata")
-    if metadata is not None and not isinstance(metadata, Mapping):
-        errors.append(invalid("metadata", metadata, "must be an object"))
-    metadata = _mapping(metadata)
-    errors.extend(_validate_metadata(metadata, namespace))
-    spec = manifest.get("spec")
-    if spec is None:
-        errors.append(required("spec"))
-    elif not isinstance(spec, Mapping):
-        errors.append(invalid("spec", spec, "must be an object"))
-    else:
-        errors.extend(_validate_upstream_spec(spec))
-        errors.extend(_validate_extended_spec(spec))
-    name = metadata.get("name")
-    if isinstance(name, str) and NAME_MAX_LENGTH_FOR_PODS < len(name) <= NAME_MAX_LENGTH:
-        errors.append(invalid("metadata.name", name, (
-            f"must be no more than {NAME_MAX_LENGTH_FOR_PODS} characters: pod names are the job name plus "
-            f"'-' and a 10-character node hash, and must stay within {NAME_MAX_LENGTH} characters "
-            "to be valid label values and hostnames"
-        )))
-    return errors
-
-
-def _validate_type_meta(manifest: Mapping[str, Any]) -> list[FieldError]:
-    errors: list[FieldError] = []
-    api_version = manifest.get("apiVersion")
-    if api_version is None or api_version == "":
-        errors.append(required("apiVersion", f'must be "{API_VERSIONS[1]}" or "{API_VERSIONS[0]}"'))
-    elif api_version not in API_VERSIONS:
-        errors.append(not_supported("apiVersion", api_version, API_VERSIONS))
-    kind = manifest.get("kind")
-    if kind is None or kind == "":
-        errors.append(required("kind", f'must be "{KIND}"'))
-    elif kind != KIND:
-        errors.append(not_supported("kind", kind, (KIND,)))
-    return errors
-
-
-def _validate_metadata(metadata: Mapping[str, Any], namespace: str | None) -> list[FieldError]:
-    """ObjectMeta as the apiserver (DNS subdomain) and Kruise's name validator check it."""
-    errors: list[FieldError] = []
-    name = metadata.get("name")
-    if name is None or name == "":
-        errors.append(required("metadata.name"))
-    elif not isinstance(name, str):
-        errors.append(invalid("metadata.name", name, "must be a string"))
-    else:
-        if not set(name) <= _NAME_CHARS:
-            errors.append(invalid("metadata.name", name, regex_error(NAME_MSG, NAME_FMT, "example-com")))
-        if len(name) > NAME_MAX_LENGTH:
-            errors.append(invalid("metadata.name", name, max_len_error(NAME_MAX_LENGTH)))
-        too_long_for_dns = max_len_error(DNS1123_SUBDOMAIN_MAX)
-        errors.extend(
-            invalid("metadata.name", name, msg) for msg in is_dns1123_subdomain(name) if msg != too_long_for_dns
-        )
-    given = metadata.get("namespace")
-    if given is not None and not isinstance(given, str):
-        errors.append(invalid("metadata.namespace", given, "must be a string"))
-    effective = namespace or (given if isinstance(given, str) else "")
-    if effective:
-        errors.extend(validate_dns1123_label(effective, "metadata.namespace"))
-    errors.extend(validate_labels(metadata.get("labels"), "metadata.labels"))
-    errors.extend(validate_annotations(metadata.get("annotations"), "metadata.annotations"))
-    return errors
-
-
-def _validate_upstream_spec(spec: Mapping[str, Any]) -> list[FieldError]:
-    """Kruise's validateBroadcastJobSpec: W3, W4, W6, W7, then core PodTemplateSpec (W8)."""
-    errors: list[FieldError] = []
-    completion = _mapping(spec.get("completionPolicy"))
-    if completion.get("type") == COMPLETION_NEVER:
-        for key in ("ttlSecondsAfterFinished", "activeDeadlineSeconds"):
-            if completion.get(key) is not None:
-                message = f"{key} can just work with Always CompletionPolicyType"
-                errors.append(invalid(f"spec.completionPolicy.{key}", completion[key], message))
-    template = spec.get("template")
-    if template is None:
-        errors.append(required("spec.template"))
-        return errors
-    if not isinstance(template, Mapping):
-        errors.append(invalid("spec.template", template, "must be an object"))
-        return errors
-    pod_spec = template.get("spec")
-    if pod_spec is None or isinstance(pod_spec, Mapping):
-        # Template defaulting turns a missing restartPolicy into Always before this check runs.
-        restart_policy = _mapping(pod_spec).get("restartPolicy") or "Always"
-        if restart_policy not in ALLOWED_RESTART_POLICIES:
-            errors.append(invalid(
-                "spec.template.spec.restartPolicy", restart_policy, "pod restartPolicy can only be Never or OnFailure"
-            ))
-    labels = _mapping(_mapping(template.get("metadata")).get("labels"))
-    if any(labels.get(key) not in (None, "") for key in RESERVED_LABELS):
-        message = f'"{JOB_NAME_LABEL}" and "{CONTROLLER_UID_LABEL}" are not allowed to preset in pod labels'
-        errors.append(invalid("spec.template.metadata.labels", dict(labels), message))
-    errors.extend(validate_pod_template(template, "spec.template"))
-    return errors
-
-
-def _validate_extended_spec(spec: Mapping[str, Any]) -> list[FieldError]:
-    """Checks upstream lacks (V13-V16): each catches a spec the controller would mishandle."""
-    errors: list[FieldError] = []
-    parallelism = spec.get("parallelism")
-    if parallelism is not None and (error := validate_int_or_percent(parallelism, "spec.parallelism")):
-        errors.append(error)
-    policies: dict[str, Mapping[str, Any]] = {}
-    for key, types in (("completionPolicy", COMPLETION_POLICY_TYPES), ("failurePolicy", FAILURE_POLICY_TYPES)):
-        policy = spec.get(key)
-        if policy is not None and not isinstance(policy, Mapping):
-            errors.append(invalid(f"spec.{key}", policy, "must be an object"))
-        policies[key] = _mapping(policy)
-        kind = policies[key].get("type")
-        if kind not in (None, "") and kind not in types:
-            errors.append(not_supported(f"spec.{key}.type", kind, types))
-    completion, failure = policies["completionPolicy"], policies["failurePolicy"]
-    restart_limit = failure.get("restartLimit")
-    for path, value, low, high in (
-        ("spec.failurePolicy.restartLimit", restart_limit, 0, MAX_INT32),
-        ("spec.completionPolicy.activeDeadlineSeconds", completion.get("activeDeadlineSeconds"), 1, MAX_INT64),
-        ("spec.completionPolicy.ttlSecondsAfterFinished", completion.get("ttlSecondsAfterFinished"), 0, MAX_INT32),
-    ):
-        if value is not None:
-            errors.extend(_check_range(path, value, low, high))
-    paused = spec.get("paused")
-    if paused is not None and not isinstance(paused, bool):
-        errors.append(invalid("spec.paused", paused, "must be a boolean"))
-    pod_spec = _mapping(_mapping(spec.get("template")).get("spec"))
-    if pod_spec.get("nodeName"):
-        errors.append(forbidden("spec.template.spec.nodeName", (
-            "must not be set: a BroadcastJob pins one pod to each eligible node itself, "
-            "so a fixed nodeName would put every pod on the same node"
-        )))
-    return errors
-
-
-def broadcast_job_warnings(manifest: Mapping[str, Any]) -> list[str]:
-    """Legal but probably unintended settings (V17), reported without refusing the manifest.
-
-    OpenKruise's own restartLimit sample pairs `restartLimit: 3` with `restartPolicy: Never`;
-    refusing it would break the promise that upstream YAML works unchanged.
-    """
-    spec = _mapping(manifest.get("spec"))
-    restart_limit = _mapping(spec.get("failurePolicy")).get("restartLimit")
-    pod_spec = _mapping(_mapping(spec.get("template")).get("spec"))
-    if _is_int(restart_limit) and restart_limit > 0 and pod_spec.get("restartPolicy") == "Never":
-        return [f"spec.failurePolicy.restartLimit: {restart_limit} has no effect unless "
-                "spec.template.spec.restartPolicy is OnFailure (pods with restartPolicy Never are never restarted)"]
-    return []
-
-
-def _check_range(path: str, value: Any, low: int, high: int) -> list[FieldError]:
-    if not _is_int(value):
-        return [invalid(path, value, "must be an integer")]
-    if value < low:
-        message = "must be greater than 0" if low == 1 else f"must be greater than or equal to {low}"
-        return [invalid(path, value, message)]
-    if value > high:
-        return [invalid(path, value, f"must be between {low} and {high}, inclusive")]
-    return []
-
-
-def parse_broadcast_job(
-    manifest: Mapping[str, Any] | str, *, namespace: str | None = None, default_namespace: str = "default"
-) -> BroadcastJobSpec:
-    """Validate and default a manifest (mapping or YAML/JSON text) into a BroadcastJobSpec.
-
-    Raises ManifestError for undecodable text and InvalidSpecError listing every problem.
-    The namespace is the `namespace` argument, else `metadata.namespace`, else `default_namespace`.
-    """
-    document = parse_manifest(manifest, what=f"{KIND} manifest")
-    errors = validate_broadcast_job(document, namespace=namespace)
-    metadata = _mapping(document.get("metadata"))
-    if errors:
-        name = metadata.get("name")
-        raise InvalidSpecError(KIND, name if isinstance(name, str) else "", errors)
-    spec = document["spec"]
-    completion = _mapping(spec.get("completionPolicy"))
-    failure = _mapping(spec.get("failurePolicy"))
-    parallelism = spec.get("parallelism")
-    return BroadcastJobSpec(
-        api_version=document["apiVersion"],
-        name=metadata["name"],
-        namespace=namespace or metadata.get("namespace") or default_namespace,
-        labels=dict(metadata.get("labels") or {}),
-        annotations=dict(metadata.get("annotations") or {}),
-        parallelism=DEFAULT_PARALLELISM if parallelism is None else parallelism,
-        template=dict(spec["template"]),
-        completion_policy=CompletionPolicy(
-            type=completion.get("type") or COMPLETION_ALWAYS,
-            active_deadline_seconds=completion.get("activeDeadlineSeconds"),
-            ttl_seconds_after_finished=completion.get("ttlSecondsAfterFinished"),
-        ),
-        failure_policy=FailurePolicy(
-            type=failure.get("type") or FAILURE_FAIL_FAST,
-            restart_limit=failure.get("restartLimit") or 0,
-        ),
-        paused=spec.get("paused") is True,
-    )
-
-
-def to_manifest(spec: BroadcastJobSpec) -> dict[str, Any]:
-    """The defaulted manifest in v1beta1 form, serialised as Go would (omitempty fields left out)."""
-    metadata: dict[str, Any] = {"name": spec.name, "namespace": spec.namespace}
-    if spec.labels:
-        metadata["labels"] = dict(spec.labels)
-    if spec.annotations:
-        metadata["annotations"] = dict(spec.annotations)
-    completion: dict[str, Any] = {"type": spec.completion_policy.type}
-    if spec.completion_policy.active_deadline_seconds is not None:
-        completion["activeDeadlineSeconds"] = spec.completion_policy.active_deadline_seconds
-    if spec.completion_policy.ttl_seconds_after_finished is not None:
-        completion["ttlSecondsAfterFinished"] = spec.completion_policy.ttl_seconds_after_finished
-    failure: dict[str, Any] = {"type": spec.failure_policy.type}
-    if spec.failure_policy.restart_limit:
-        failure["restartLimit"] = spec.failure_policy.restart_limit
-    body: dict[str, Any] = {
-        "parallelism": spec.parallelism,
-        "template": parse_manifest(spec.template, what="template"),
-        "completionPolicy": completion,
-        "failurePolicy": failure,
-    }
-    if spec.paused:
-        body["paused"] = True
-    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": body}

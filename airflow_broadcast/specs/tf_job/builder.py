@@ -17,8 +17,9 @@ import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from airflow_broadcast.specs.pod_template import parse_quantity
-from airflow_broadcast.specs.tf_job.spec import API_VERSION, CHIEF, CONTAINER_NAME, KIND, PS, WORKER, parse_tf_job
+from airflow_broadcast.specs.quantities import QuantityError, parse_quantity
+from airflow_broadcast.specs.tf_job.parsing import parse_tf_job
+from airflow_broadcast.specs.tf_job.spec import API_VERSION, CHIEF, CONTAINER_NAME, KIND, PS, WORKER
 
 DEFAULT_BASE_IMAGE = "docker.io/tensorflow/tensorflow:2.9.1"
 DEFAULT_GPU_BASE_IMAGE = f"{DEFAULT_BASE_IMAGE}-gpu"
@@ -120,8 +121,8 @@ def _tf_job(name: str, base_image: str | None, command: list[str] | None, args: 
         raise ValueError(f"volumes and volume_mounts must have the same length: {len(pod_volumes)} vs. {len(mounts)}")
     resources = _resources(resources_per_worker)
     if base_image is None:
-        gpus = parse_quantity(resources["limits"].get(GPU_RESOURCE)) if resources else None
-        base_image = DEFAULT_GPU_BASE_IMAGE if gpus else DEFAULT_BASE_IMAGE
+        gpus = resources["limits"].get(GPU_RESOURCE) if resources else None
+        base_image = DEFAULT_GPU_BASE_IMAGE if gpus is not None and parse_quantity(gpus) else DEFAULT_BASE_IMAGE
     elif not isinstance(base_image, str) or not base_image:
         raise ValueError(f"base_image must be a non-empty string, got {base_image!r}")
 
@@ -186,8 +187,11 @@ def _resources(resources_per_worker: Mapping[str, Quantity] | None) -> dict[str,
         resource = RESOURCE_NAMES.get(str(key).lower())
         if resource is None:
             raise ValueError(f"resources_per_worker: unknown resource {key!r}; supported keys: cpu, memory, gpu")
-        if parse_quantity(amount) is None:
-            raise ValueError(f"resources_per_worker[{key!r}] is not a resource quantity: {amount!r}")
+        try:
+            parse_quantity(amount)
+        except QuantityError as err:
+            raise ValueError(f"resources_per_worker[{key!r}] is not a resource quantity: {amount!r} "
+                             f"({err.reason})") from None
         amounts[resource] = amount
     return {"requests": dict(amounts), "limits": dict(amounts)} if amounts else None
 

@@ -30,7 +30,7 @@ from tfjob_it_support import (
 
 from airflow_broadcast.cluster.job_records import record_name
 from airflow_broadcast.reconcilers.tf_job.cluster_config import tf_config_json
-from airflow_broadcast.specs.tf_job.spec import parse_tf_job
+from airflow_broadcast.specs.tf_job import parse_tf_job
 
 pytestmark = pytest.mark.cluster
 

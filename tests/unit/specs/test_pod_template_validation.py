@@ -14,7 +14,8 @@ from airflow_broadcast.specs.name_rules import (
     is_valid_port_name,
     regex_error,
 )
-from airflow_broadcast.specs.pod_template import parse_quantity, validate_pod_template
+from airflow_broadcast.specs.pod_template import validate_pod_template
+from airflow_broadcast.specs.quantities import QuantityError, parse_quantity
 
 P = "spec.template"
 DNS_LABEL_MSG = (
@@ -166,18 +167,30 @@ def test_extended_resources_need_equal_requests_and_limits() -> None:
     ]
 
 
+def limit_errors(quantity: Any) -> list[str]:
+    """The messages validation gives for `quantity` as a memory limit."""
+    tpl = template(containers=[container(resources={"limits": {"memory": quantity}})])
+    return [e.message for e in validate_pod_template(tpl, P)]
+
+
 @pytest.mark.parametrize(
-    ("text", "value"),
+    ("quantity", "value"),
     [("1", 1), (2, 2), ("500m", Fraction(1, 2)), ("1Gi", 2**30), ("1.5", Fraction(3, 2)), (".5", Fraction(1, 2)),
-     ("1e3", 1000), ("1E", 10**18), ("100Mi", 100 * 2**20), ("2k", 2000), (0.25, Fraction(1, 4)), ("-1", -1)],
+     ("1e3", 1000), ("1E", 10**18), ("100Mi", 100 * 2**20), ("2k", 2000), (0.25, Fraction(1, 4)), ("Gi", 0),
+     (".", 0), ("16Ei", 2**63 - 1), ("1e-999999999", Fraction(1, 10**9))],
 )
-def test_parse_quantity(text: Any, value: Fraction) -> None:
-    assert parse_quantity(text) == value
+def test_validation_accepts_exactly_what_the_quantity_parser_accepts(quantity: Any, value: Fraction) -> None:
+    assert parse_quantity(quantity) == value
+    assert limit_errors(quantity) == []
 
 
-@pytest.mark.parametrize("text", ["", "abc", "1x", "1 Gi", "1KiB", "Gi", True, None, "1e", "."])
-def test_unparseable_quantities(text: Any) -> None:
-    assert parse_quantity(text) is None
+@pytest.mark.parametrize(
+    "quantity", ["", "abc", "1x", "1 Gi", "1KiB", True, None, "1e", "1e999999999", "1e2147483648", "1E+", [1]]
+)
+def test_validation_refuses_what_the_quantity_parser_refuses_with_its_reason(quantity: Any) -> None:
+    with pytest.raises(QuantityError) as raised:
+        parse_quantity(quantity)
+    assert limit_errors(quantity) == [raised.value.reason]
 
 
 def test_restart_policy_must_be_a_known_value_when_set() -> None:

@@ -6,7 +6,15 @@ from fractions import Fraction
 
 import pytest
 
-from airflow_broadcast.specs.quantities import QuantityError, int_value, milli_value, parse_quantity
+from airflow_broadcast.specs.quantities import (
+    QUANTITY_FORMAT_MSG,
+    QUANTITY_RANGE_MSG,
+    QUANTITY_SUFFIX_MSG,
+    QuantityError,
+    int_value,
+    milli_value,
+    parse_quantity,
+)
 
 NANO = Fraction(1, 10**9)
 
@@ -45,8 +53,10 @@ NANO = Fraction(1, 10**9)
         ("1.5e3", 1500),
         ("12e0", 12),
         ("1.G", 10**9),
-        ("12345678901234567890", 12345678901234567890),
-        ("123456789012345678901234567890m", Fraction(123456789012345678901234567890, 1000)),
+        ("9223372036854775807", 2**63 - 1),
+        ("9223372036854775807000m", 2**63 - 1),
+        ("9.223372036854775807E", 2**63 - 1),
+        ("-9223372036854775807", -(2**63 - 1)),
     ],
 )
 def test_parses_valid_quantities(text: str, expected: Fraction | int) -> None:
@@ -74,8 +84,14 @@ def test_binary_quantities_are_capped_at_int64_max(text: str) -> None:
     assert parse_quantity(text) == 2**63 - 1
 
 
-def test_decimal_quantities_are_not_capped() -> None:
-    assert parse_quantity("100E") == 100 * 10**18
+@pytest.mark.parametrize(
+    "text", ["9223372036854775808", "100E", "1e19", "-1e19", "12345678901234567890", "9223372036854775807.1"]
+)
+def test_decimal_quantities_above_int64_are_refused_as_out_of_range(text: str) -> None:
+    with pytest.raises(QuantityError, match="out of range") as raised:
+        parse_quantity(text)
+    assert raised.value.reason == QUANTITY_RANGE_MSG
+    assert raised.value.text == text
 
 
 @pytest.mark.parametrize("text", ["-", "+", ".", "k", "Mi", "e3", "-.m"])
@@ -83,9 +99,53 @@ def test_upstream_reads_a_bare_sign_dot_or_suffix_as_zero(text: str) -> None:
     assert parse_quantity(text) == 0
 
 
-def test_exponent_is_truncated_to_int32_like_go() -> None:
-    assert parse_quantity("1e4294967296") == 1
-    assert parse_quantity("1e4294967299") == 1000
+@pytest.mark.parametrize("text", ["1e4294967296", "1e2147483648", "1e-2147483648", "1e99999999999999999999"])
+def test_exponents_outside_int32_are_refused_not_truncated(text: str) -> None:
+    with pytest.raises(QuantityError) as raised:
+        parse_quantity(text)
+    assert raised.value.reason == QUANTITY_SUFFIX_MSG
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1e-999999999", NANO),
+        ("-1e-2147483647", -NANO),
+        ("1.5e-2147483647", NANO),
+        ("1e-00000000000000000000009", NANO),
+        ("0." + "0" * 100_000 + "1", NANO),
+        ("1." + "0" * 100_000 + "1", 1 + NANO),
+        ("0." + "3" * 100_000 + "Ki", Fraction(341333333334, 10**9)),
+        ("9" * 100_000 + "e-99990", Fraction(10**10)),
+        ("1" * 100_000 + "Ki", 2**63 - 1),
+        ("1e" + "0" * 100_000 + "5", 10**5),
+    ],
+)
+def test_hostile_sizes_and_exponents_are_bounded_without_computing_them(text: str, expected: Fraction) -> None:
+    assert parse_quantity(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("1e999999999", QUANTITY_RANGE_MSG),
+        ("1e2147483647", QUANTITY_RANGE_MSG),
+        ("9" * 100_000, QUANTITY_RANGE_MSG),
+        ("1" * 100_000 + "x", QUANTITY_FORMAT_MSG),
+        ("." * 100_000, QUANTITY_FORMAT_MSG),
+        ("1" + "e" * 100_000 + "1", QUANTITY_SUFFIX_MSG),
+    ],
+)
+def test_hostile_quantities_are_refused_with_the_reason(text: str, reason: str) -> None:
+    with pytest.raises(QuantityError) as raised:
+        parse_quantity(text)
+    assert raised.value.reason == reason
+
+
+def test_json_integers_beyond_int64_are_out_of_range() -> None:
+    assert parse_quantity(2**63 - 1) == 2**63 - 1
+    with pytest.raises(QuantityError, match="out of range"):
+        parse_quantity(10**5000)
 
 
 @pytest.mark.parametrize(
@@ -113,6 +173,12 @@ def test_exponent_is_truncated_to_int32_like_go() -> None:
         "1_000",
         "1e99999999999999999999",
         "1e5000",
+        "1e-",
+        "1+5",
+        "0.1mi",
+        ".5i",
+        "-3.01e-",
+        "1\n",
         "\u0661",  # ARABIC-INDIC DIGIT ONE: only ASCII digits count
     ],
 )

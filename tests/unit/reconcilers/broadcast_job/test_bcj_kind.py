@@ -10,7 +10,7 @@ from support.bcj_builders import NOW, make_nodes, make_pod, make_record, make_sp
 from airflow_broadcast.reconcilers.broadcast_job.kind import BroadcastJobKind, BroadcastObserved
 from airflow_broadcast.reconcilers.broadcast_job.reconciler import BroadcastOptions, job_finished
 from airflow_broadcast.reconcilers.observed import JobRecord
-from airflow_broadcast.specs.broadcast_job.spec import to_manifest
+from airflow_broadcast.specs.broadcast_job import to_manifest
 
 KIND = BroadcastJobKind()
 

@@ -17,10 +17,11 @@ from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import (
     check_template_fitness,
     compile_fitness,
     matches_node_selector_and_affinity,
-    pod_requests,
     tolerates,
 )
+from airflow_broadcast.reconcilers.broadcast_job.pod_resources import pod_requests
 from airflow_broadcast.reconcilers.observed import NodeInfo, Taint
+from airflow_broadcast.specs.quantities import QuantityError, parse_quantity
 
 ROOMY = {"pods": "110", "cpu": "4", "memory": "8Gi", "ephemeral-storage": "100Gi"}
 
@@ -503,6 +504,23 @@ def test_N9_invalid_request_quantity_fails_every_node_with_a_reason() -> None:
     assert reason is not None
     assert reason.startswith("invalid resource quantity for cpu: ")
     assert "12x" in reason
+
+
+@pytest.mark.parametrize("quantity", ["1e999999999", "1e2147483648", "1" * 10_000 + "x", "9" * 10_000])
+def test_hostile_request_quantities_fail_every_node_with_the_parser_reason(quantity: str) -> None:
+    with pytest.raises(QuantityError) as raised:
+        parse_quantity(quantity)
+    reason = check_template_fitness(pod(container({"cpu": quantity})), node())
+    assert reason is not None
+    assert reason.startswith("invalid resource quantity for cpu: ")
+    assert reason.endswith(raised.value.reason)
+
+
+@pytest.mark.parametrize("quantity", ["1e-999999999", "16Ei", "Gi", "1.5Gi", "0.1n", "1e3", "2.5e-1"])
+def test_requests_and_allocatable_are_read_by_the_one_quantity_parser(quantity: str) -> None:
+    assert pod_requests(pod(container({"memory": quantity}))) == {"memory": parse_quantity(quantity)}
+    roomy_enough = node(allocatable={**ROOMY, "memory": quantity})
+    assert check_template_fitness(pod(container({"memory": quantity})), roomy_enough) is None
 
 
 def test_N9_invalid_request_does_not_mask_earlier_predicates() -> None:

@@ -9,7 +9,8 @@ from support.tf_builders import NOW, TFCluster, condition_summary, env_value, ma
 
 from airflow_broadcast.reconcilers.plan import JobEvent, Plan
 from airflow_broadcast.reconcilers.tf_job.status import find_condition
-from airflow_broadcast.specs.tf_job.spec import QUEUE_NAME_LABEL, parse_tf_job, to_manifest
+from airflow_broadcast.specs.tf_job import parse_tf_job, to_manifest
+from airflow_broadcast.specs.tf_job.spec import QUEUE_NAME_LABEL
 from airflow_broadcast.specs.timestamps import to_rfc3339
 
 REPLICAS = {"PS": 1, "Worker": 2}

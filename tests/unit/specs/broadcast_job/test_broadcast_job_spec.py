@@ -7,16 +7,15 @@ from typing import Any
 
 import pytest
 
-from airflow_broadcast.specs.broadcast_job import spec as bcj
-from airflow_broadcast.specs.broadcast_job.spec import (
+from airflow_broadcast.specs.broadcast_job import (
     BroadcastJobSpec,
-    CompletionPolicy,
-    FailurePolicy,
     broadcast_job_warnings,
     parse_broadcast_job,
     to_manifest,
     validate_broadcast_job,
 )
+from airflow_broadcast.specs.broadcast_job import spec as bcj
+from airflow_broadcast.specs.broadcast_job.spec import CompletionPolicy, FailurePolicy
 from airflow_broadcast.specs.field_errors import InvalidSpecError
 from airflow_broadcast.specs.manifest_text import ManifestError
 

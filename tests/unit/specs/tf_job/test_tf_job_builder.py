@@ -19,6 +19,7 @@ import pytest
 
 from airflow_broadcast.operators.tf_job import TFJobOperator
 from airflow_broadcast.specs.field_errors import InvalidSpecError
+from airflow_broadcast.specs.tf_job import parse_tf_job
 from airflow_broadcast.specs.tf_job.builder import (
     DEFAULT_BASE_IMAGE,
     DEFAULT_GPU_BASE_IMAGE,
@@ -26,7 +27,6 @@ from airflow_broadcast.specs.tf_job.builder import (
     tf_job_from_image,
     train_script,
 )
-from airflow_broadcast.specs.tf_job.spec import parse_tf_job
 
 ISTIO = "sidecar.istio.io/inject"
 

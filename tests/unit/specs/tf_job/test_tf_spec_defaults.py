@@ -9,16 +9,8 @@ from support.tf_builders import NOW, TFCluster, container, make_spec, manifest, 
 
 from airflow_broadcast.reconcilers.tf_job.status import CONDITION_TYPES, last_condition_type
 from airflow_broadcast.specs.field_errors import InvalidSpecError
-from airflow_broadcast.specs.tf_job.spec import (
-    CHIEF,
-    MASTER,
-    WORKER,
-    default_tf_job,
-    is_chief_or_master,
-    parse_tf_job,
-    to_manifest,
-    validate_tf_job,
-)
+from airflow_broadcast.specs.tf_job import default_tf_job, parse_tf_job, to_manifest, validate_tf_job
+from airflow_broadcast.specs.tf_job.spec import CHIEF, MASTER, WORKER, is_chief_or_master
 
 
 def test_A1_clean_pod_policy_defaults_to_none() -> None:

@@ -8,7 +8,7 @@ import pytest
 from support.tf_builders import container, manifest, replica
 
 from airflow_broadcast.specs.field_errors import InvalidSpecError
-from airflow_broadcast.specs.tf_job.spec import parse_tf_job, validate_tf_job, validate_tf_job_update
+from airflow_broadcast.specs.tf_job import parse_tf_job, validate_tf_job, validate_tf_job_update
 
 DNS1035 = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
            "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
