@@ -80,7 +80,11 @@ class TFJobOperator(KubernetesJobOperator):
 
     def parse(self, manifest: Mapping[str, Any] | str, namespace: str | None, default_namespace: str) -> ParsedJob:
         if self.queue_name:
-            manifest = with_queue_label(parse_manifest(manifest, what="TFJob manifest"), self.queue_name)
+            decoded: list[str] = []  # duplicate keys can only be seen in the text
+            manifest = with_queue_label(parse_manifest(manifest, what="TFJob manifest", warnings=decoded),
+                                        self.queue_name)
+            for warning in decoded:
+                self.log.warning("%s", warning)
         return super().parse(manifest, namespace, default_namespace)
 
     def _gang_scheduler(self) -> GangScheduler | None:

@@ -88,9 +88,11 @@ class BroadcastJobKind:
     def parse(self, manifest: Mapping[str, Any] | str, *, namespace: str | None,
               default_namespace: str) -> ParsedJob:
         """Stored defaulted, in upstream's v1beta1 form, with the warnings upstream's webhook would give."""
-        spec = parse_broadcast_job(manifest, namespace=namespace, default_namespace=default_namespace)
+        warnings: list[str] = []
+        spec = parse_broadcast_job(manifest, namespace=namespace, default_namespace=default_namespace,
+                                   warnings=warnings)
         stored = to_manifest(spec)
-        return ParsedJob(spec.name, spec.namespace, stored, tuple(broadcast_job_warnings(stored)))
+        return ParsedJob(spec.name, spec.namespace, stored, (*warnings, *broadcast_job_warnings(stored)))
 
     def validate_update(self, name: str, new: Mapping[str, Any], old: Mapping[str, Any], *,
                         namespace: str) -> None:

@@ -89,11 +89,12 @@ class TFJobKind:
     def parse(self, manifest: Mapping[str, Any] | str, *, namespace: str | None,
               default_namespace: str) -> ParsedJob:
         """Stored as written, in the resolved namespace: defaults are applied in memory only (A8)."""
-        stored = parse_manifest(manifest, what="TFJob manifest")
-        spec = parse_tf_job(stored, namespace=namespace, default_namespace=default_namespace)
+        warnings: list[str] = []
+        stored = parse_manifest(manifest, what="TFJob manifest", warnings=warnings)
+        spec = parse_tf_job(stored, namespace=namespace, default_namespace=default_namespace, warnings=warnings)
         stored.setdefault("metadata", {})["namespace"] = spec.namespace
         stored.pop("status", None)
-        return ParsedJob(spec.name, spec.namespace, stored)
+        return ParsedJob(spec.name, spec.namespace, stored, tuple(warnings))
 
     def validate_update(self, name: str, new: Mapping[str, Any], old: Mapping[str, Any], *,
                         namespace: str) -> None:
