@@ -129,7 +129,10 @@ async def run_reconcile_loop(
             if raw is None or (raw.get("metadata") or {}).get("uid") != uid:
                 message = f"job record {namespace}/{record_name} (uid {uid}) is gone"
                 return LoopOutcome(LoopReason.GONE, None, message)
-            record = record_view(raw)
+            try:
+                record = record_view(raw)
+            except (ValueError, RecursionError) as exc:  # a hand-edited record whose JSON cannot be read
+                return LoopOutcome(LoopReason.INVALID, None, f"job record {namespace}/{record_name}: {exc}"[:1000])
             if not job_name:
                 job_name = record.job_name
                 records.subscribe(job_name, wake)

@@ -31,6 +31,7 @@ from airflow_broadcast.triggers.job_reconcile import JobTriggerArgs, TaskKey
 from airflow_broadcast.triggers.progress import ProgressLog, TaskLog
 
 DEFER_MARGIN_SECONDS = 60.0
+MAX_DEFER_SECONDS = 100 * 365 * 86400.0
 
 
 def execution_deadline(context: Mapping[str, Any], execution_timeout: Any) -> float | None:
@@ -43,11 +44,16 @@ def execution_deadline(context: Mapping[str, Any], execution_timeout: Any) -> fl
 
 
 def defer_timeout(deadlines: list[float | None], resync: float) -> float | None:
-    """Seconds for defer(timeout=...): the earliest deadline plus a margin, a backstop only."""
+    """Seconds for defer(timeout=...): the earliest deadline plus a margin, a backstop only.
+
+    None when there is no deadline, or when it is too far away to be one (an int64
+    activeDeadlineSeconds would overflow a timedelta).
+    """
     present = [d for d in deadlines if d is not None]
     if not present:
         return None
-    return max(1.0, min(present) - time.time()) + max(DEFER_MARGIN_SECONDS, 2 * resync)
+    timeout = max(1.0, min(present) - time.time()) + max(DEFER_MARGIN_SECONDS, 2 * resync)
+    return timeout if timeout <= MAX_DEFER_SECONDS else None
 
 
 def task_key(context: Mapping[str, Any]) -> TaskKey:
