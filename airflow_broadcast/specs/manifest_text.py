@@ -15,12 +15,16 @@ from typing import Any
 import yaml
 
 from airflow_broadcast.specs.manifest_limits import (
+    COLLECTION_SIZE,
+    SEPARATOR,
     Budget,
     ManifestError,
-    child_path,
     depth_problem,
     field_error,
+    item_path,
     json_scalar,
+    json_size,
+    key_size,
     source_problem,
 )
 from airflow_broadcast.specs.yaml_documents import load_documents
@@ -67,30 +71,38 @@ def copy_document(source: Mapping[str, Any], what: str = "manifest") -> dict[str
     pending: list[tuple[Any, Any, str, int]] = [(source, root, "", 1)]
     while pending:
         original, target, path, depth = pending.pop()
-        for key, value in original.items() if isinstance(target, dict) else enumerate(original):
-            if isinstance(target, dict):
+        in_object = isinstance(target, dict)
+        values = size = 0
+        values_left, size_left = budget.left()
+        for key, value in original.items() if in_object else enumerate(original):
+            if in_object:
                 if not isinstance(key, str):
                     raise field_error(what, path, f"keys must be strings, not {type(key).__name__}")
-                item_path = child_path(path, key)
-                problem = budget.add(1, len(key) + 4)
-            else:
-                item_path, problem = f"{path}[{key}]", None
-            if isinstance(value, Mapping | list | tuple):
-                problem = problem or depth_problem(depth + 1) or budget.add(1, 2)
-                copied: Any = {} if isinstance(value, Mapping) else []
-                pending.append((value, copied, item_path, depth + 1))
+                values, size = values + 1, size + key_size(key)
+            if type(value) is str:  # the common case, kept fast
+                copied: Any = value
+                size += json_size(value) + SEPARATOR
+            elif isinstance(value, Mapping | list | tuple):
+                nested = item_path(path, key)
+                if (problem := depth_problem(depth + 1)) is not None:
+                    raise field_error(what, nested, problem)
+                copied = {} if isinstance(value, Mapping) else []
+                pending.append((value, copied, nested, depth + 1))
+                size += COLLECTION_SIZE
             else:
                 converted = json_scalar(value)
                 if isinstance(converted, str):
-                    raise field_error(what, item_path, converted)
-                copied, size = converted
-                problem = problem or budget.add(1, size)
-            if problem is not None:
-                raise field_error(what, item_path, problem)
-            if isinstance(target, dict):
+                    raise field_error(what, item_path(path, key), converted)
+                copied, scalar_size = converted
+                size += scalar_size
+            values += 1
+            if (values > values_left or size > size_left) and (problem := budget.add(values, size)) is not None:
+                raise field_error(what, item_path(path, key), problem)
+            if in_object:
                 target[key] = copied
             else:
                 target.append(copied)
+        budget.add(values, size)
     return root
 
 

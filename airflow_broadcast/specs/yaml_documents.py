@@ -20,12 +20,14 @@ import yaml
 
 from airflow_broadcast.specs.field_errors import clip
 from airflow_broadcast.specs.manifest_limits import (
+    COLLECTION_SIZE,
     Budget,
     ManifestError,
     child_path,
     depth_problem,
     field_error,
     json_scalar,
+    key_size,
 )
 
 try:
@@ -101,9 +103,9 @@ class _Builder:
             if tag not in _STRING_TAGS:
                 kind = _JSON_TYPES.get(type(self._construct(tag, event.value)), "a number")
                 raise self._error(f"the key {clip(event.value, 64)!r} is read as {kind}, not a string: quote it")
-            self._charge(1, len(event.value) + 4)
+            self._charge(1, key_size(event.value))
             if event.anchor is not None:
-                self.anchors[event.anchor] = _Anchored(event.value, 1, len(event.value) + 2, 0)
+                self.anchors[event.anchor] = _Anchored(event.value, 1, key_size(event.value), 0)
             frame.key = event.value
             return
         value = self._construct(tag, event.value)
@@ -123,7 +125,7 @@ class _Builder:
             raise self._error("keys must be strings, not lists or objects")
         if (problem := depth_problem(len(self.stack) + 1)) is not None:
             raise self._error(problem)
-        self._charge(1, 2)
+        self._charge(1, COLLECTION_SIZE)
         start = (self.budget.values, self.budget.size)
         self.stack.append(_Frame(container, self._here(), event.anchor, start))
 
@@ -136,7 +138,8 @@ class _Builder:
                 merged.update(source)
             value = {**merged, **value}
         if frame.anchor is not None:
-            values, size = self.budget.values - frame.start[0] + 1, self.budget.size - frame.start[1] + 2
+            values = self.budget.values - frame.start[0] + 1
+            size = self.budget.size - frame.start[1] + COLLECTION_SIZE
             self.anchors[frame.anchor] = _Anchored(value, values, size, frame.height + 1)
         self._add(value, frame.height + 1)
 
@@ -148,7 +151,7 @@ class _Builder:
         if frame is not None and isinstance(frame.container, dict) and frame.key is None:
             if not isinstance(anchored.value, str):
                 raise self._error(f"the key *{event.anchor} must be a string")
-            self._charge(1, anchored.size + 2)
+            self._charge(1, anchored.size)
             frame.key = anchored.value
             return
         if (problem := depth_problem(len(self.stack) + anchored.height)) is not None:
