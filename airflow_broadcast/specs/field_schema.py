@@ -11,14 +11,14 @@ as they are. `KNOWN` marks a field whose value another validator checks.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Union
 
 from airflow_broadcast.specs.api_types import MAX_INT32, MAX_INT64
 from airflow_broadcast.specs.field_errors import FieldError, invalid
 from airflow_broadcast.specs.json_fields import is_int
-from airflow_broadcast.specs.manifest_limits import child_path, key_path
+from airflow_broadcast.specs.manifest_limits import child_path, item_path, key_path
 from airflow_broadcast.specs.name_rules import inclusive_range_error
 
 KNOWN, STRING, BOOLEAN, INT32, INT64 = "known", "string", "boolean", "int32", "int64"
@@ -91,34 +91,43 @@ TYPE_META: Mapping[str, Field] = {**known_fields("apiVersion", "kind", "status")
 def check_fields(document: Mapping[str, Any], schema: Mapping[str, Field]) -> tuple[list[FieldError], list[str]]:
     """(type errors, unknown-field warnings) of a JSON-shaped document, walked without recursion.
 
-    Values of the wrong container type are left to the validators that own them.
+    A list or object of the wrong type is worded as the validators word it ("must be a
+    list", "must be an object"), so that `merge_errors` reports it once.
     """
     errors: list[FieldError] = []
     unknown: list[str] = []
     pending: list[tuple[Any, Field, str]] = [(document, schema, "")]
     while pending:
         value, field, path = pending.pop()
-        if isinstance(field, str):
-            if (problem := _scalar_problem(value, field)) is not None:
-                errors.append(invalid(path, value, problem))
-        elif isinstance(field, ListOf):
-            if isinstance(value, list):
-                pending.extend((item, field.item, f"{path}[{i}]") for i, item in enumerate(value) if item is not None
-                               or isinstance(field.item, str))
-        elif isinstance(value, Mapping):
-            for key, item, item_field in _members(value, field):
-                item_path = key_path(path, key) if isinstance(field, MapOf) else child_path(path, key)
-                if item_field is None:
-                    unknown.append(item_path)
+        if isinstance(field, ListOf):
+            if not isinstance(value, list):
+                errors.append(invalid(path, value, "must be a list"))
+                continue
+            for index, item in enumerate(value):
+                _check(item, field.item, path, index, errors, pending)
+        elif not isinstance(value, Mapping) or isinstance(field, str):
+            errors.append(invalid(path or "<root>", value, "must be an object"))
+        else:
+            for key, item in value.items():
+                name = key if isinstance(key, str) else str(key)
+                if isinstance(field, MapOf):
+                    if item is not None:
+                        pending.append((item, field.value, key_path(path, name)))
+                elif (item_field := field.get(name)) is None:
+                    unknown.append(child_path(path, name))
                 elif item is not None:
-                    pending.append((item, item_field, item_path))
+                    _check(item, item_field, path, name, errors, pending)
     return errors, _unknown_warnings(sorted(unknown))
 
 
-def _members(value: Mapping[str, Any], field: MapOf | Mapping[str, Field]) -> Iterator[tuple[str, Any, Field | None]]:
-    for key, item in value.items():
-        name = key if isinstance(key, str) else str(key)
-        yield name, item, field.value if isinstance(field, MapOf) else field.get(name)
+def _check(value: Any, field: Field, path: str, key: str | int, errors: list[FieldError],
+           pending: list[tuple[Any, Field, str]]) -> None:
+    """A scalar is checked at once (its path is built only for an error); anything else is walked later."""
+    if isinstance(field, str):
+        if field != KNOWN and (problem := _scalar_problem(value, field)) is not None:
+            errors.append(invalid(item_path(path, key), value, problem))
+    elif value is not None:
+        pending.append((value, field, item_path(path, key)))
 
 
 def _scalar_problem(value: Any, kind: str) -> str | None:
