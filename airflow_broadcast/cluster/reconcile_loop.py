@@ -31,6 +31,7 @@ from airflow_broadcast.cluster.plan_executor import ChildEventStyle, PlanExecuto
 from airflow_broadcast.reconcilers.kind import JobKind
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.reconcilers.plan import Plan, earliest
+from airflow_broadcast.specs.manifest_limits import check_stored_manifest
 
 log = logging.getLogger(__name__)
 RESYNC_SECONDS = 30.0
@@ -130,8 +131,9 @@ async def run_reconcile_loop(
                 message = f"job record {namespace}/{record_name} (uid {uid}) is gone"
                 return LoopOutcome(LoopReason.GONE, None, message)
             try:
+                check_stored_manifest(str((raw.get("data") or {}).get("manifest") or ""))
                 record = record_view(raw)
-            except (ValueError, RecursionError) as exc:  # a hand-edited record whose JSON cannot be read
+            except (ValueError, RecursionError) as exc:  # a hand-edited record, too big or not JSON
                 return LoopOutcome(LoopReason.INVALID, None, f"job record {namespace}/{record_name}: {exc}"[:1000])
             if not job_name:
                 job_name = record.job_name
