@@ -100,8 +100,12 @@ async def run_reconcile_loop(
     client: KubeClient, driver: JobDriver[ObservedT], namespace: str, record_name: str, uid: str, *,
     deadline: float | None = None, resync: float = RESYNC_SECONDS,
     progress: Callable[[JobRecord], None] | None = None, single_pass: bool = False,
+    thread_threshold: int = THREAD_THRESHOLD,
 ) -> LoopOutcome:
-    """Drive one job until it finishes (or settles), disappears, or `deadline` (epoch) passes."""
+    """Drive one job until it finishes (or settles), disappears, or `deadline` (epoch) passes.
+
+    A pass over more than `thread_threshold` children and nodes runs in a worker thread.
+    """
     records = record_informer(client, namespace)
     watched = driver.watch(client, namespace)
     for informer in (records, watched.children, watched.services, watched.nodes):
@@ -136,7 +140,7 @@ async def run_reconcile_loop(
             wake.clear()
             started = time.monotonic()
             try:
-                plan = await _reconcile(driver, record, watched)
+                plan = await _reconcile(driver, record, watched, thread_threshold)
             except ValueError as exc:  # the record's manifest no longer validates (edited by hand)
                 return LoopOutcome(LoopReason.INVALID, record, str(exc))
             failure = _permanent_watch_error(records, watched)
@@ -228,12 +232,13 @@ def _permanent_watch_error(*informers: Any) -> ClusterApiError | None:
     return None
 
 
-async def _reconcile(driver: JobDriver[ObservedT], record: JobRecord, watched: WatchSet) -> Plan:
+async def _reconcile(driver: JobDriver[ObservedT], record: JobRecord, watched: WatchSet,
+                     thread_threshold: int = THREAD_THRESHOLD) -> Plan:
     """Run the pure pass on a snapshot of the caches; large jobs run it in a worker thread so the loop keeps ticking."""
     observed = driver.observe(watched, record.uid)
     now = time.time()
     size = len(watched.children.items(record.uid)) + (len(watched.nodes.values) if watched.nodes else 0)
-    if size < THREAD_THRESHOLD:
+    if size < thread_threshold:
         return driver.kind.reconcile(record, observed, now)
     return await asyncio.to_thread(driver.kind.reconcile, record, observed, now)
 

@@ -24,6 +24,7 @@ from airflow_broadcast.cluster.job_records import (
 from airflow_broadcast.cluster.pod_logs import log_tails
 from airflow_broadcast.cluster.reconcile_loop import LoopReason, run_reconcile_loop
 from airflow_broadcast.cluster.worker_loop import run_on_worker
+from airflow_broadcast.config import current_settings
 from airflow_broadcast.exceptions import JobFailedError, JobTimeoutError
 from airflow_broadcast.reconcilers.kind import JobIdentity, JobKind
 from airflow_broadcast.specs.timestamps import from_rfc3339
@@ -64,7 +65,8 @@ def run_inline(args: JobTriggerArgs, log: TaskLog, *, single_pass: bool = False)
         driver = args.driver()
         outcome = await run_reconcile_loop(client, driver, args.namespace, args.record_name, args.uid,
                                            deadline=args.deadline, resync=args.resync_seconds,
-                                           progress=ProgressLog(log, driver.kind).update, single_pass=single_pass)
+                                           progress=ProgressLog(log, driver.kind).update, single_pass=single_pass,
+                                           thread_threshold=current_settings().thread_threshold)
         return outcome.reason, outcome.message
 
     return run_on_worker(drive)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
 import traceback
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -21,12 +20,12 @@ from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.kinds.registry import JobOptions, check_kind, driver_for, options_for
 from airflow_broadcast.cluster.reconcile_loop import JobDriver, LoopReason, run_reconcile_loop
 from airflow_broadcast.cluster.ttl_sweeper import sweep_in_background
+from airflow_broadcast.config import current_settings
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
 from airflow_broadcast.reconcilers.kind import KindName
 from airflow_broadcast.triggers.loop_lag import LoopLag
 from airflow_broadcast.triggers.progress import ProgressLog
 
-LOOP_LAG_ENV = "AIRFLOW_BROADCAST_MEASURE_LOOP_LAG"
 OnKillAction = Literal["delete_active_pods", "keep"]
 ON_KILL_ACTIONS: tuple[OnKillAction, ...] = ("delete_active_pods", "keep")
 
@@ -120,16 +119,20 @@ class JobReconcileTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         args = self.args
         try:
+            settings = current_settings()
             client = await self._hook().kube_client()
             driver = args.driver()
-            sweep = asyncio.get_running_loop().create_task(sweep_in_background(client, args.namespace))
+            sweep = asyncio.get_running_loop().create_task(sweep_in_background(
+                client, args.namespace, every=settings.ttl_sweep_seconds,
+                unread_grace=settings.unread_result_grace_seconds))
             progress = ProgressLog(self.log, driver.kind)
-            lag = LoopLag() if os.environ.get(LOOP_LAG_ENV) else None
+            lag = LoopLag() if settings.measure_loop_lag else None
             monitor = asyncio.get_running_loop().create_task(lag.run()) if lag else None
             try:
                 outcome = await run_reconcile_loop(
                     client, driver, args.namespace, args.record_name, args.uid,
                     deadline=args.deadline, resync=args.resync_seconds, progress=progress.update,
+                    thread_threshold=settings.thread_threshold,
                 )
             finally:
                 if monitor is not None and lag is not None:
