@@ -22,6 +22,7 @@ from airflow_broadcast.cluster.reconcile_loop import JobDriver, LoopReason, run_
 from airflow_broadcast.cluster.ttl_sweeper import sweep_in_background
 from airflow_broadcast.config import current_settings
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
+from airflow_broadcast.hooks.metrics import running_in_triggerer
 from airflow_broadcast.reconcilers.kind import KindName
 from airflow_broadcast.triggers.loop_lag import LoopLag
 from airflow_broadcast.triggers.progress import ProgressLog
@@ -118,6 +119,7 @@ class JobReconcileTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         args = self.args
+        running_in_triggerer()
         try:
             settings = current_settings()
             client = await self._hook().kube_client()

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from airflow_broadcast.cluster.reconcile_loop import LoopOutcome, LoopReason
+from airflow_broadcast.hooks import metrics
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.triggers import job_reconcile
 from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger
@@ -38,6 +39,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     monkeypatch.setattr(job_reconcile, "run_reconcile_loop", loop)
     monkeypatch.setattr(job_reconcile, "sweep_in_background", sweep)
     monkeypatch.setattr(JobReconcileTrigger, "_hook", lambda self: _Hook())
+    monkeypatch.setattr(metrics, "_in_triggerer", False)
     return seen
 
 
@@ -60,3 +62,8 @@ async def test_the_triggerers_settings_reach_the_loop_the_sweeper_and_the_lag_lo
     logged = capsys.readouterr().out
     assert "event loop lag while reconciling" in logged and "(3 API requests)" in logged
 
+
+async def test_running_a_trigger_routes_counters_to_the_triggerers_stats(calls: dict[str, Any]) -> None:
+    assert metrics.airflow_stats().__name__ == metrics.WORKER_STATS  # type: ignore[attr-defined]
+    await JobReconcileTrigger(**KWARGS).run().__anext__()
+    assert metrics.airflow_stats().__name__ == metrics.TRIGGERER_STATS  # type: ignore[attr-defined]
