@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_broadcast.operators.job_operator import KubernetesJobOperator
+from airflow_broadcast.operators.job_operator import ReconciledJobOperator
 from airflow_broadcast.reconcilers.broadcast_job.reconciler import BroadcastOptions
 
 DEFAULTS = BroadcastOptions()
@@ -15,7 +15,7 @@ def broadcast_options(assign_pods_by_scheduler: bool, kruise_compat: bool) -> Br
     return BroadcastOptions(assign_by_scheduler=assign_pods_by_scheduler, kruise_compat=kruise_compat)
 
 
-class BroadcastJobOperator(KubernetesJobOperator):
+class BroadcastJobOperator(ReconciledJobOperator):
     """One pod on every eligible node, as OpenKruise's BroadcastJob controller would run it.
 
     Returns (XCom) name, namespace, uid, phase, desired/active/succeeded/failed, start and

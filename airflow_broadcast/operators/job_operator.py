@@ -11,6 +11,7 @@ from airflow_broadcast.cluster.job_submission import submit_job
 from airflow_broadcast.cluster.kinds.registry import JobOptions, kind_for
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.worker_loop import run_on_worker
+from airflow_broadcast.config import current_settings
 from airflow_broadcast.hooks.kubernetes import connection_namespace
 from airflow_broadcast.operators.job_runtime import (
     conclude,
@@ -28,17 +29,18 @@ from airflow_broadcast.triggers.job_reconcile import (
     JobTriggerArgs,
     OnKillAction,
 )
-from airflow_broadcast.version_compat import BaseOperator
+from airflow_broadcast.version_compat import BaseOperator, conf
 
 
-class KubernetesJobOperator(BaseOperator):
+class ReconciledJobOperator(BaseOperator):
     """Base of BroadcastJobOperator and TFJobOperator; subclasses set `kind` and `job_options`.
 
     :param manifest: the job as upstream writes it: a dict, YAML/JSON text, or a path to a
         .yaml/.yml/.json file (found relative to the DAG folder or template_searchpath). (templated)
     :param namespace: overrides metadata.namespace; else the connection's namespace, else `default`. (templated)
     :param kubernetes_conn_id: an Airflow connection of the cncf `kubernetes` type. (templated)
-    :param deferrable: reconcile from the triggerer (default) instead of the worker.
+    :param deferrable: reconcile from the triggerer instead of the worker; defaults to Airflow's
+        `[operators] default_deferrable`.
     :param wait_for_completion: False submits the job and returns; a sensor then drives and waits.
     :param reattach: a retry of the same task re-attaches to its running job instead of failing.
     :param on_kill_action: `delete_active_pods` (default) or `keep` when the task is killed.
@@ -53,8 +55,10 @@ class KubernetesJobOperator(BaseOperator):
 
     def __init__(self, *, manifest: Mapping[str, Any] | str, namespace: str | None = None,
                  kubernetes_conn_id: str = "kubernetes_default", cluster_context: str | None = None,
-                 deferrable: bool = True, wait_for_completion: bool = True, reattach: bool = True,
-                 on_kill_action: OnKillAction = "delete_active_pods", resync_seconds: float = 30.0,
+                 deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=True),
+                 wait_for_completion: bool = True, reattach: bool = True,
+                 on_kill_action: OnKillAction = "delete_active_pods",
+                 resync_seconds: float = current_settings().resync_seconds,
                  log_tail_lines: int = 50, max_logged_failures: int = 5, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if on_kill_action not in ON_KILL_ACTIONS:

@@ -9,7 +9,7 @@ from typing import Any
 from airflow_broadcast.cluster.kinds.registry import options_from
 from airflow_broadcast.cluster.kinds.tf_job import check_local_queue, check_pod_group_api
 from airflow_broadcast.cluster.kube_client import KubeClient
-from airflow_broadcast.operators.job_operator import KubernetesJobOperator
+from airflow_broadcast.operators.job_operator import ReconciledJobOperator
 from airflow_broadcast.reconcilers.kind import ParsedJob
 from airflow_broadcast.reconcilers.tf_job.gang_scheduling import GangScheduler, gang_scheduler
 from airflow_broadcast.reconcilers.tf_job.options import TFJobOptions
@@ -45,7 +45,7 @@ def with_queue_label(manifest: Mapping[str, Any], queue_name: str) -> dict[str, 
     return labelled
 
 
-class TFJobOperator(KubernetesJobOperator):
+class TFJobOperator(ReconciledJobOperator):
     """Distributed TensorFlow: PS/Worker/Chief/Master/Evaluator pods, one headless Service each, TF_CONFIG.
 
     Returns (XCom) name, namespace, uid, phase (Created, Running, Restarting, Succeeded,
@@ -66,7 +66,7 @@ class TFJobOperator(KubernetesJobOperator):
 
     kind = "TFJob"
     job_options: TFJobOptions
-    template_fields: Sequence[str] = (*KubernetesJobOperator.template_fields, "queue_name")
+    template_fields: Sequence[str] = (*ReconciledJobOperator.template_fields, "queue_name")
 
     def __init__(self, *, cluster_domain: str = DEFAULTS.cluster_domain, compat: bool = False,
                  tf_options: Mapping[str, Any] | None = None, queue_name: str | None = None, **kwargs: Any) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_broadcast.operators.broadcast_job import DEFAULTS, broadcast_options
-from airflow_broadcast.sensors.job_sensor import KubernetesJobSensor
+from airflow_broadcast.sensors.job_sensor import ReconciledJobSensor
 
 
-class BroadcastJobSensor(KubernetesJobSensor):
+class BroadcastJobSensor(ReconciledJobSensor):
     """Wait for a BroadcastJob by name; the XCom matches BroadcastJobOperator's."""
 
     kind = "BroadcastJob"

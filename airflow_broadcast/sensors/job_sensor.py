@@ -12,15 +12,16 @@ from airflow_broadcast.cluster.job_records import get_record, record_name
 from airflow_broadcast.cluster.kinds.registry import JobOptions
 from airflow_broadcast.cluster.reconcile_loop import LoopReason
 from airflow_broadcast.cluster.worker_loop import run_on_worker
+from airflow_broadcast.config import current_settings
 from airflow_broadcast.exceptions import JobFailedError
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook, connection_namespace
 from airflow_broadcast.operators.job_runtime import conclude, run_inline, task_key
 from airflow_broadcast.reconcilers.kind import JobIdentity, KindName
 from airflow_broadcast.triggers.job_reconcile import JobEventPayload, JobReconcileTrigger, JobTriggerArgs
-from airflow_broadcast.version_compat import BaseSensorOperator
+from airflow_broadcast.version_compat import BaseSensorOperator, conf
 
 
-class KubernetesJobSensor(BaseSensorOperator):
+class ReconciledJobSensor(BaseSensorOperator):
     """Wait until a submitted job finishes, driving its reconciliation meanwhile.
 
     The job progresses even when only the sensor runs (for example after an operator with
@@ -29,7 +30,8 @@ class KubernetesJobSensor(BaseSensorOperator):
 
     :param job_name: metadata.name of the job. (templated)
     :param namespace: its namespace; else the connection's, else `default`. (templated)
-    :param deferrable: wait in the triggerer (default); else each poke runs one reconcile pass.
+    :param deferrable: wait in the triggerer; else each poke runs one reconcile pass. Defaults to Airflow's
+        `[operators] default_deferrable`.
     """
 
     kind: ClassVar[KindName]
@@ -39,7 +41,8 @@ class KubernetesJobSensor(BaseSensorOperator):
 
     def __init__(self, *, job_name: str, namespace: str | None = None,
                  kubernetes_conn_id: str = "kubernetes_default", cluster_context: str | None = None,
-                 deferrable: bool = True, resync_seconds: float = 30.0, log_tail_lines: int = 50,
+                 deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=True),
+                 resync_seconds: float = current_settings().resync_seconds, log_tail_lines: int = 50,
                  max_logged_failures: int = 5, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.job_name = job_name

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_broadcast.operators.tf_job import DEFAULTS, tf_job_options
-from airflow_broadcast.sensors.job_sensor import KubernetesJobSensor
+from airflow_broadcast.sensors.job_sensor import ReconciledJobSensor
 
 
-class TFJobSensor(KubernetesJobSensor):
+class TFJobSensor(ReconciledJobSensor):
     """Wait for a TFJob by name; the XCom matches TFJobOperator's."""
 
     kind = "TFJob"

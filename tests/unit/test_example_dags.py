@@ -15,7 +15,7 @@ from airflow.sdk import CronTriggerTimetable
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_broadcast.operators.job_cleanup import JobCleanupOperator
-from airflow_broadcast.operators.job_operator import KubernetesJobOperator
+from airflow_broadcast.operators.job_operator import ReconciledJobOperator
 from airflow_broadcast.sensors.broadcast_job import BroadcastJobSensor
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,12 +51,12 @@ def render(task: Any, field: str, ctx: dict[str, Any]) -> Any:
     return task.render_template(getattr(task, field), ctx, task.dag.get_template_env())
 
 
-def parsed_job(task: KubernetesJobOperator, ctx: dict[str, Any]) -> Any:
+def parsed_job(task: ReconciledJobOperator, ctx: dict[str, Any]) -> Any:
     return task.parse(render(task, "manifest", ctx), render(task, "namespace", ctx), "default")
 
 
-def job_tasks(dagbag: DagBag) -> list[KubernetesJobOperator]:
-    return [t for dag in dagbag.dags.values() for t in dag.tasks if isinstance(t, KubernetesJobOperator)]
+def job_tasks(dagbag: DagBag) -> list[ReconciledJobOperator]:
+    return [t for dag in dagbag.dags.values() for t in dag.tasks if isinstance(t, ReconciledJobOperator)]
 
 
 def pod_templates(manifest: dict[str, Any]) -> list[dict[str, Any]]:
