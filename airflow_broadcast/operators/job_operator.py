@@ -13,6 +13,7 @@ from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.hooks.kubernetes import connection_namespace
 from airflow_broadcast.operators.job_runtime import (
+    DEFAULT_STARTUP_TIMEOUT_SECONDS,
     conclude,
     defer_timeout,
     execution_deadline,
@@ -27,6 +28,7 @@ from airflow_broadcast.triggers.job_reconcile import (
     JobReconcileTrigger,
     JobTriggerArgs,
     OnKillAction,
+    check_visibility,
 )
 from airflow_broadcast.version_compat import BaseOperator
 
@@ -42,10 +44,14 @@ class KubernetesJobOperator(BaseOperator):
     :param wait_for_completion: False submits the job and returns; a sensor then drives and waits.
     :param reattach: a retry of the same task re-attaches to its running job instead of failing.
     :param on_kill_action: `delete_active_pods` (default) or `keep` when the task is killed.
+    :param startup_timeout_seconds: fail the task when a pod of the job has been Pending (not scheduled, or
+        its containers not started) for longer, counted from the pod's creation; its active pods are then
+        deleted as on a timeout (per `on_kill_action`). 0 or None: no limit.
     """
 
     kind: ClassVar[KindName]
     job_options: JobOptions
+    get_logs: bool = False  # TFJobOperator: follow the chief's log
     template_fields: Sequence[str] = ("manifest", "namespace", "kubernetes_conn_id", "cluster_context")
     template_ext: Sequence[str] = (".yaml", ".yml", ".json")
     template_fields_renderers: ClassVar[dict[str, str]] = {"manifest": "yaml"}
@@ -55,10 +61,12 @@ class KubernetesJobOperator(BaseOperator):
                  kubernetes_conn_id: str = "kubernetes_default", cluster_context: str | None = None,
                  deferrable: bool = True, wait_for_completion: bool = True, reattach: bool = True,
                  on_kill_action: OnKillAction = "delete_active_pods", resync_seconds: float = 30.0,
-                 log_tail_lines: int = 50, max_logged_failures: int = 5, **kwargs: Any) -> None:
+                 log_tail_lines: int = 50, max_logged_failures: int = 5,
+                 startup_timeout_seconds: float | None = DEFAULT_STARTUP_TIMEOUT_SECONDS, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if on_kill_action not in ON_KILL_ACTIONS:
             raise ValueError(f"on_kill_action must be 'delete_active_pods' or 'keep', not {on_kill_action!r}")
+        check_visibility(self.kind, startup_timeout_seconds, self.get_logs)
         self.manifest = manifest
         self.namespace = namespace
         self.kubernetes_conn_id = kubernetes_conn_id
@@ -70,6 +78,7 @@ class KubernetesJobOperator(BaseOperator):
         self.resync_seconds = resync_seconds
         self.log_tail_lines = log_tail_lines
         self.max_logged_failures = max_logged_failures
+        self.startup_timeout_seconds = startup_timeout_seconds
         self._args: JobTriggerArgs | None = None
 
     # ---- kind-specific ---------------------------------------------------------------------
@@ -129,6 +138,7 @@ class KubernetesJobOperator(BaseOperator):
             kind=self.kind, namespace=namespace, record_name=record_name, uid=uid, options=self.job_options,
             kubernetes_conn_id=self.kubernetes_conn_id, cluster_context=self.cluster_context, deadline=deadline,
             resync_seconds=self.resync_seconds, on_kill_action=self.on_kill_action, task_key=task_key(context),
+            startup_timeout_seconds=self.startup_timeout_seconds, get_logs=self.get_logs,
         )
 
     def execute_complete(self, context: Any, event: JobEventPayload) -> JobIdentity:

@@ -62,6 +62,8 @@ class TFJobOperator(KubernetesJobOperator):
         `gang_scheduler_name` (the schedulerName its pods get).
     :param queue_name: a Kueue LocalQueue: sets the `kueue.x-k8s.io/queue-name` label on the job, after
         checking that the queue exists (a missing queue or no permission to look only warns). (templated)
+    :param get_logs: stream the `tensorflow` container's log of the chief (or master, else worker 0) into the
+        task log while the job runs, capped in rate and line length.
     """
 
     kind = "TFJob"
@@ -69,8 +71,10 @@ class TFJobOperator(KubernetesJobOperator):
     template_fields: Sequence[str] = (*KubernetesJobOperator.template_fields, "queue_name")
 
     def __init__(self, *, cluster_domain: str = DEFAULTS.cluster_domain, compat: bool = False,
-                 tf_options: Mapping[str, Any] | None = None, queue_name: str | None = None, **kwargs: Any) -> None:
+                 tf_options: Mapping[str, Any] | None = None, queue_name: str | None = None, get_logs: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.get_logs = get_logs
         self.cluster_domain = cluster_domain
         self.compat = compat
         self.tf_options = dict(tf_options or {})

@@ -14,9 +14,14 @@ from airflow_broadcast.cluster.reconcile_loop import LoopReason
 from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.exceptions import JobFailedError
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook, connection_namespace
-from airflow_broadcast.operators.job_runtime import conclude, run_inline, task_key
+from airflow_broadcast.operators.job_runtime import DEFAULT_STARTUP_TIMEOUT_SECONDS, conclude, run_inline, task_key
 from airflow_broadcast.reconcilers.kind import JobIdentity, KindName
-from airflow_broadcast.triggers.job_reconcile import JobEventPayload, JobReconcileTrigger, JobTriggerArgs
+from airflow_broadcast.triggers.job_reconcile import (
+    JobEventPayload,
+    JobReconcileTrigger,
+    JobTriggerArgs,
+    check_visibility,
+)
 from airflow_broadcast.version_compat import BaseSensorOperator
 
 
@@ -30,18 +35,23 @@ class KubernetesJobSensor(BaseSensorOperator):
     :param job_name: metadata.name of the job. (templated)
     :param namespace: its namespace; else the connection's, else `default`. (templated)
     :param deferrable: wait in the triggerer (default); else each poke runs one reconcile pass.
+    :param startup_timeout_seconds: fail when a pod of the job has been Pending longer (as the operator's);
+        the sensor leaves the pods running. 0 or None: no limit.
     """
 
     kind: ClassVar[KindName]
     job_options: JobOptions
+    get_logs: bool = False  # TFJobSensor: follow the chief's log while deferred
     template_fields: Sequence[str] = ("job_name", "namespace", "kubernetes_conn_id", "cluster_context")
     ui_color = "#e8f1fb"
 
     def __init__(self, *, job_name: str, namespace: str | None = None,
                  kubernetes_conn_id: str = "kubernetes_default", cluster_context: str | None = None,
                  deferrable: bool = True, resync_seconds: float = 30.0, log_tail_lines: int = 50,
-                 max_logged_failures: int = 5, **kwargs: Any) -> None:
+                 max_logged_failures: int = 5,
+                 startup_timeout_seconds: float | None = DEFAULT_STARTUP_TIMEOUT_SECONDS, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        check_visibility(self.kind, startup_timeout_seconds, self.get_logs)
         self.job_name = job_name
         self.namespace = namespace
         self.kubernetes_conn_id = kubernetes_conn_id
@@ -50,12 +60,14 @@ class KubernetesJobSensor(BaseSensorOperator):
         self.resync_seconds = resync_seconds
         self.log_tail_lines = log_tail_lines
         self.max_logged_failures = max_logged_failures
+        self.startup_timeout_seconds = startup_timeout_seconds
 
     def _args(self, namespace: str, name: str, uid: str, context: Any) -> JobTriggerArgs:
         return JobTriggerArgs(
             kind=self.kind, namespace=namespace, record_name=name, uid=uid, options=self.job_options,
             kubernetes_conn_id=self.kubernetes_conn_id, cluster_context=self.cluster_context,
             resync_seconds=self.resync_seconds, on_kill_action="keep", task_key=task_key(context),
+            startup_timeout_seconds=self.startup_timeout_seconds, get_logs=self.get_logs,
         )
 
     def _resolve(self, context: Any) -> JobTriggerArgs:
