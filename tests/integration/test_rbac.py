@@ -152,7 +152,7 @@ def test_documented_roles_grant_exactly_the_documented_verbs() -> None:
         *{("", "pods", v) for v in ("get", "list", "watch", "create", "delete")},
         ("", "pods/log", "get"),
         *{("", "services", v) for v in ("get", "list", "watch", "create", "delete")},
-        ("", "events", "create"), ("", "events", "patch"),
+        *{("", "events", v) for v in ("create", "patch", "list", "watch")},
     }
     assert rules_of(rbac_document("clusterrole.yaml", "ClusterRole")) == {
         ("", "nodes", "get"), ("", "nodes", "list"), ("", "nodes", "watch")}
