@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from support.fake_cluster import FakeCluster
+from support.task_log import RecordingLog
 
 from airflow_broadcast.cluster.job_records import new_record, records_path
 from airflow_broadcast.cluster.job_warnings import JobWarning
@@ -69,16 +70,6 @@ def test_get_logs_is_refused_for_a_kind_without_a_primary_pod() -> None:
     with pytest.raises(ValueError, match="get_logs is not supported for BroadcastJob"):
         JobTriggerArgs.from_kwargs({"kind": "BroadcastJob", "namespace": "n", "record_name": "r", "uid": "u",
                                     "get_logs": True})
-
-
-class RecordingLog:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def info(self, msg: str, /, *args: Any) -> None:
-        self.lines.append(msg % args)
-
-    warning = error = info
 
 
 async def test_drive_job_hands_the_loop_the_timeout_and_a_throttled_warning_sink_and_follows_the_chief(

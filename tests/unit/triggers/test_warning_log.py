@@ -2,24 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from support.task_log import RecordingLog
 
 from airflow_broadcast.cluster.job_warnings import JobWarning
 from airflow_broadcast.triggers.progress import WarningLog
-
-
-class RecordingLog:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def info(self, msg: str, /, *args: Any) -> None:
-        self.lines.append("INFO " + msg % args)
-
-    def warning(self, msg: str, /, *args: Any) -> None:
-        self.lines.append(msg % args)
-
-    def error(self, msg: str, /, *args: Any) -> None:
-        self.lines.append("ERROR " + msg % args)
 
 
 class Clock:
