@@ -76,8 +76,8 @@ async def check_local_queue(client: KubeClient, namespace: str, queue_name: str)
     except NotFound:
         return (f"Kueue LocalQueue {namespace}/{queue_name} was not found (or Kueue is not installed); "
                 f"the job is submitted with the {QUEUE_NAME_LABEL} label anyway")
-    except Forbidden:
-        return (f"not allowed to read Kueue LocalQueue {namespace}/{queue_name}; "
+    except Forbidden as exc:
+        return (f"not allowed to read Kueue LocalQueue {namespace}/{queue_name} ({exc.api_message}); "
                 f"the job is submitted with the {QUEUE_NAME_LABEL} label without checking the queue")
     except ClusterApiError as exc:
         raise QueueCheckError(f"could not check Kueue LocalQueue {namespace}/{queue_name}: {exc.describe()}. "
