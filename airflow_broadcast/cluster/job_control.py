@@ -9,7 +9,7 @@ from typing import Any
 from airflow_broadcast.cluster.api_errors import NotFound
 from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
-from airflow_broadcast.reconcilers.broadcast_job.pods import RECORD_UID_LABEL
+from airflow_broadcast.reconcilers.observed import RECORD_UID_LABEL
 
 RECORD_KIND = "ConfigMap"
 

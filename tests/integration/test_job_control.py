@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client
 from support.local_hook import LocalHook
 
-from airflow_broadcast.reconcilers.broadcast_job.pods import RECORD_UID_LABEL
+from airflow_broadcast.reconcilers.observed import RECORD_UID_LABEL
 
 pytestmark = pytest.mark.cluster
 

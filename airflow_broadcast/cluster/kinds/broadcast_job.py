@@ -11,7 +11,7 @@ from airflow_broadcast.cluster.observation import node_info, node_significance, 
 from airflow_broadcast.cluster.plan_executor import ChildEventStyle
 from airflow_broadcast.cluster.reconcile_loop import WatchSet
 from airflow_broadcast.reconcilers.broadcast_job.kind import BroadcastJobKind, BroadcastObserved
-from airflow_broadcast.reconcilers.broadcast_job.pods import RECORD_UID_LABEL
+from airflow_broadcast.reconcilers.observed import RECORD_UID_LABEL
 
 
 @dataclass(frozen=True)

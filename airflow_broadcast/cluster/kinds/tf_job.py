@@ -22,7 +22,7 @@ from airflow_broadcast.cluster.observation import (
 from airflow_broadcast.cluster.plan_executor import ChildEventStyle
 from airflow_broadcast.cluster.reconcile_loop import WatchSet
 from airflow_broadcast.exceptions import PodGroupApiError, QueueCheckError
-from airflow_broadcast.reconcilers.tf_job.children import RECORD_UID_LABEL
+from airflow_broadcast.reconcilers.observed import RECORD_UID_LABEL
 from airflow_broadcast.reconcilers.tf_job.gang_scheduling import gang_scheduler
 from airflow_broadcast.reconcilers.tf_job.kind import TFJobKind, TFObserved
 from airflow_broadcast.specs.tf_job.spec import QUEUE_NAME_LABEL

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_broadcast.cluster.job_control import owned_by_record, stop_active_children
-from airflow_broadcast.reconcilers.broadcast_job.pods import RECORD_UID_LABEL
+from airflow_broadcast.reconcilers.observed import RECORD_UID_LABEL
 
 UID = "record-uid"
 RECORD = "bcj-job"
