@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
+from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.informers import ANY_KEY, Informer, shared_informer
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.reconcilers.observed import PodInfo
@@ -76,7 +77,7 @@ def _involved_uid(obj: JsonDict) -> str:
 
 def events_informer(client: KubeClient, namespace: str) -> Informer[WarningEvent]:
     """The namespace's Warning events, shared by every job of the namespace in this process."""
-    return shared_informer(client, f"/api/v1/namespaces/{namespace}/events", warning_event,
+    return shared_informer(client, api_path("v1", "events", namespace=namespace), warning_event,
                            field_selector="type=Warning", index_by=_involved_uid)
 
 

@@ -15,10 +15,12 @@ from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from datetime import UTC, datetime
 
-from airflow_broadcast.cluster.api_errors import ClusterApiError, NotFound
+from airflow_broadcast.cluster.api_errors import ClusterApiError, Conflict
+from airflow_broadcast.cluster.api_paths import InvalidApiPath
 from airflow_broadcast.cluster.informers import Informer
-from airflow_broadcast.cluster.job_records import get_record, record_path
+from airflow_broadcast.cluster.job_records import get_record, write_record
 from airflow_broadcast.cluster.kube_client import KubeClient
+from airflow_broadcast.cluster.pod_logs import log_path
 from airflow_broadcast.reconcilers.observed import PodInfo
 
 LOGGED_UNTIL = "airflow-broadcast.io/logged-until"  # record annotation: timestamp of the last line shown
@@ -52,8 +54,7 @@ def split_line(raw: bytes) -> tuple[int | None, str, str]:
     position = log_time(stamp)
     if position is None:
         stamp, rest = "", text
-    rest = rest.rsplit("\r", 1)[-1]
-    return position, stamp, rest if len(rest) <= MAX_LINE_CHARS else rest[:MAX_LINE_CHARS] + " [...]"
+    return position, stamp, rest.rsplit("\r", 1)[-1]
 
 
 class LineBudget:
@@ -80,9 +81,11 @@ class LogFollower:
     """Streams the log of the pod `choose` picks among the job's pods into `sink`, until `finish()`."""
 
     def __init__(self, client: KubeClient, namespace: str, record_name: str, uid: str, pods: Informer[PodInfo],
-                 choose: PodChooser, container: str | None, sink: Callable[[str], object]) -> None:
+                 choose: PodChooser, container: str | None, sink: Callable[[str], object], *,
+                 mask: Callable[[str], str] = str) -> None:
         self.client, self.namespace, self.record_name, self.uid = client, namespace, record_name, uid
         self.pods, self.choose, self.container, self.sink = pods, choose, container, sink
+        self.mask = mask  # the caller's secrets masker, applied before a line is cut
         self.budget = LineBudget()
         self.position: int | None = None  # nanoseconds of the last line shown
         self._stamp = ""
@@ -109,14 +112,19 @@ class LogFollower:
                 try:
                     await self._stream(pod)
                     delay = RETRY_SECONDS[0]
-                except ClusterApiError as exc:
-                    self._tell(f"{pod.uid}:{exc.status}", f"[{pod.name}] log not available ({exc.describe()}); "
-                                                           f"retrying every {RETRY_SECONDS[1]:.0f} s at most")
+                except (ClusterApiError, InvalidApiPath) as exc:
+                    why = exc.describe() if isinstance(exc, ClusterApiError) else str(exc)
+                    self._tell(f"{pod.uid}:{getattr(exc, 'status', 'path')}", f"[{pod.name}] log not available "
+                                                                             f"({why}); retrying every "
+                                                                             f"{RETRY_SECONDS[1]:.0f} s at most")
                     await self._sleep(delay)
                     delay = min(RETRY_SECONDS[1], delay * 2)
         finally:
             self.pods.unsubscribe(self.uid, self._wake)
-            await self._checkpoint(force=True)
+            try:
+                await asyncio.wait_for(self._checkpoint(force=True), CHECKPOINT_SECONDS / 3)
+            except TimeoutError:
+                pass
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self.run(), name=f"log of {self.record_name}")
@@ -144,9 +152,8 @@ class LogFollower:
             query["container"] = self.container
         if self._stamp:
             query["sinceTime"] = self._stamp.split(".")[0].rstrip("Z") + "Z"
-        path = f"/api/v1/namespaces/{self.namespace}/pods/{pod.name}/log"
-        lines = self.client.stream_lines(path, query=query, read_timeout=READ_TIMEOUT_SECONDS,
-                                         max_line_bytes=MAX_LINE_BYTES)
+        lines = self.client.stream_lines(log_path(self.namespace, pod.name), query=query,
+                                         read_timeout=READ_TIMEOUT_SECONDS, max_line_bytes=MAX_LINE_BYTES)
         async with aclosing(lines):
             async for raw in lines:
                 self._show(pod.name, *split_line(raw))
@@ -169,7 +176,8 @@ class LogFollower:
         if dropped:
             self.sink(f"[{pod}] ... {dropped} line(s) not shown (more than {LINES_PER_SECOND:g} lines a second)")
             self.budget.dropped = 0
-        self.sink(f"[{pod}] {text}")
+        shown = self.mask(text)
+        self.sink(f"[{pod}] {shown if len(shown) <= MAX_LINE_CHARS else shown[:MAX_LINE_CHARS] + ' [...]'}")
 
     def _seen(self, position: int | None, text: str) -> bool:
         if position is None or self.position is None:
@@ -207,12 +215,12 @@ class LogFollower:
         if not self._stamp or self._stamp == self._saved or (not force and now - self._saved_at < CHECKPOINT_SECONDS):
             return
         self._saved, self._saved_at = self._stamp, now
-        try:
-            await self.client.request("PATCH", record_path(self.namespace, self.record_name),
-                                      body={"metadata": {"annotations": {LOGGED_UNTIL: self._stamp}}},
-                                      content_type="application/merge-patch+json", timeout=10.0, retry=False)
-        except NotFound:
-            return
+        try:  # an update (PUT with the resourceVersion), like every write of the record
+            raw = await get_record(self.client, self.namespace, self.record_name)
+            if raw is not None:
+                await write_record(self.client, raw, None, {LOGGED_UNTIL: self._stamp})
+        except Conflict:
+            self._saved = ""  # another writer came first: the next checkpoint tries again
         except ClusterApiError as exc:
             self._tell("checkpoint", f"cannot record how far the log was shown ({exc.describe()}); a restarted "
                                      "trigger may show some lines again")

@@ -27,7 +27,7 @@ from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
 from airflow_broadcast.reconcilers.kind import KindName
 from airflow_broadcast.reconcilers.tf_job.logs import primary_pod
 from airflow_broadcast.triggers.loop_lag import LoopLag
-from airflow_broadcast.triggers.progress import ProgressLog, TaskLog, WarningLog
+from airflow_broadcast.triggers.progress import ProgressLog, TaskLog, WarningLog, masked
 
 LOOP_LAG_ENV = "AIRFLOW_BROADCAST_MEASURE_LOOP_LAG"
 OnKillAction = Literal["delete_active_pods", "keep"]
@@ -215,7 +215,7 @@ async def drive_job(args: JobTriggerArgs, client: KubeClient, log: TaskLog, *, s
     if args.get_logs and choose is not None and not single_pass:
         follower = LogFollower(client, args.namespace, args.record_name, args.uid,
                                driver.watch(client, args.namespace).children, choose,
-                               driver.kind.log_container({}), lambda line: log.info("%s", line))
+                               driver.kind.log_container({}), lambda line: log.info("%s", line), mask=masked)
         follower.start()
     try:
         return await run_reconcile_loop(

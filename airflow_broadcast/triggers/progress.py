@@ -6,6 +6,11 @@ import time
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
+try:
+    from airflow.sdk.log import redact
+except ImportError:  # pragma: no cover - Airflow 3.1
+    from airflow.sdk.execution_time.secrets_masker import redact  # type: ignore[no-redef]
+
 from airflow_broadcast.cluster.job_warnings import JobWarning
 from airflow_broadcast.reconcilers.kind import JobKind
 from airflow_broadcast.reconcilers.observed import JobRecord
@@ -46,12 +51,18 @@ class ProgressLog(Generic[SummaryT]):
             self._last_line, self._last_time = line, now
 
 
+def masked(text: str) -> str:
+    """Cluster text on its way to the task log, with every secret Airflow's masker knows as `***`."""
+    return str(redact(text))
+
+
 class WarningLog:
     """The job's warnings in the task log: at most one line per reason every `interval` seconds.
 
     The first warning of a reason shows at once; the ones that follow within the interval are
     held back and counted, and the next line of that reason (or `flush()`, when the job ends)
     says how many were not shown. A burst of 1,000 FailedScheduling events is two lines.
+    Event messages are written by whoever can post Events: they pass Airflow's secrets masker.
     """
 
     def __init__(self, log: TaskLog, interval: float = WARNING_INTERVAL_SECONDS,
@@ -70,10 +81,10 @@ class WarningLog:
             return
         held = self._held.pop(warning.reason, 0)
         if held and shown_at is not None:
-            self.log.warning("%s (and %d more %s warning(s) in the %.0f s before, not shown)", warning.describe(),
-                             held, warning.reason, now - shown_at)
+            self.log.warning("%s (and %d more %s warning(s) in the %.0f s before, not shown)",
+                             masked(warning.describe()), held, warning.reason, now - shown_at)
         else:
-            self.log.warning("%s", warning.describe())
+            self.log.warning("%s", masked(warning.describe()))
         self._shown_at[warning.reason] = now
 
     def flush(self) -> None:

@@ -39,7 +39,7 @@ class Stub:
     sessions: list[list[bytes | asyncio.Event]] = field(default_factory=list)
     log_queries: list[dict[str, str]] = field(default_factory=list)
     annotations: dict[str, str] = field(default_factory=dict)
-    patches: list[dict[str, Any]] = field(default_factory=list)
+    version: int = 1
     log_status: int = 200
 
     async def log(self, request: web.Request) -> web.StreamResponse:
@@ -58,11 +58,15 @@ class Stub:
         return response
 
     async def record(self, request: web.Request) -> web.Response:
-        if request.method == "PATCH":
-            patch = json.loads(await request.read())
-            self.patches.append(patch)
-            self.annotations.update(patch["metadata"]["annotations"])
-        return web.json_response({"metadata": {"name": RECORD, "namespace": NS, "annotations": self.annotations}})
+        """GET, or PUT carrying the resourceVersion it read (a stale one is a 409, as on a real server)."""
+        if request.method == "PUT":
+            body = json.loads(await request.read())
+            if body["metadata"]["resourceVersion"] != str(self.version):
+                return web.json_response({"kind": "Status", "code": 409, "reason": "Conflict",
+                                          "message": "the object has been modified"}, status=409)
+            self.annotations, self.version = dict(body["metadata"]["annotations"]), self.version + 1
+        return web.json_response({"metadata": {"name": RECORD, "namespace": NS, "annotations": self.annotations,
+                                               "resourceVersion": str(self.version)}})
 
 
 @pytest.fixture
@@ -126,6 +130,23 @@ async def test_lines_split_across_chunks_are_shown_whole_without_timestamps_and_
     assert lines[3] == f"[{POD}] no timestamp"
     assert server.log_queries == [{"follow": "true", "timestamps": "true", "container": "tensorflow"}]
     assert len(server.log_queries) == 1  # a finished pod's log is complete when its stream ends
+
+
+async def test_the_callers_masker_sees_the_whole_line_before_it_is_cut(stub: Any) -> None:
+    """A secret that the length cap would cut in half is masked first, so no half of it shows."""
+    server, client = stub
+    secret = "s3cret-token-5d0e"
+    text = "x" * (log_follow.MAX_LINE_CHARS - 5) + secret
+    server.sessions = [[line(1, "0", text)]]
+    pods = pods_informer()
+    pods.upsert(pod_object(chief("Succeeded")))
+    lines: list[str] = []
+    follow = LogFollower(client, NS, RECORD, UID, pods, primary_pod, "tensorflow", lines.append,
+                         mask=lambda t: t.replace(secret, "***"))
+    follow.start()
+    await until(lambda: lines, "the line")
+    await follow.finish()
+    assert lines == [f"[{POD}] {'x' * (log_follow.MAX_LINE_CHARS - 5)}***"]
 
 
 async def test_a_dropped_stream_resumes_with_since_time_and_shows_no_line_twice(stub: Any) -> None:

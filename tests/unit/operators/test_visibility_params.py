@@ -85,8 +85,8 @@ async def test_drive_job_hands_the_loop_the_timeout_and_a_throttled_warning_sink
 
     class Follower:
         def __init__(self, client: Any, namespace: str, record: str, uid: str, pods: Any, choose: Any,
-                     container: str, sink: Any) -> None:
-            followers.append(f"{record} {container} {choose.__name__}")
+                     container: str, sink: Any, mask: Any) -> None:
+            followers.append(f"{record} {container} {choose.__name__} {mask.__name__}")
 
         def start(self) -> None:
             followers.append("started")
@@ -110,7 +110,7 @@ async def test_drive_job_hands_the_loop_the_timeout_and_a_throttled_warning_sink
     outcome = await drive_job(args, KubeClient(FakeCluster()), log)
 
     assert outcome.reason is LoopReason.STARTUP_TIMEOUT and seen["startup_timeout"] == 600
-    assert followers == ["tfjob-mnist tensorflow primary_pod", "started", "finished"]
+    assert followers == ["tfjob-mnist tensorflow primary_pod masked", "started", "finished"]
     assert log.lines == ["Warning FailedScheduling pod mnist-chief-0: 0/3 nodes are available",
                          "2 more FailedScheduling warning(s) not shown (at most one line per reason every 30 s)"]
     followers.clear()
@@ -132,8 +132,9 @@ def test_a_start_up_timeout_fails_the_task_and_deletes_the_active_pods_unless_ke
     fake = FakeCluster()
     record = fake.create(records_path("ml"), new_record("TFJob", "mnist", "ml", TF, {}, {}))
     uid = record["metadata"]["uid"]
+    owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "tfjob-mnist", "uid": uid, "controller": True}
     for name in ("stuck", "done"):
-        fake.create("/api/v1/namespaces/ml/pods", {"metadata": {"name": name, "labels": {
+        fake.create("/api/v1/namespaces/ml/pods", {"metadata": {"name": name, "ownerReferences": [owner], "labels": {
             "airflow-broadcast.io/job-uid": uid}}})
     fake.patch("/api/v1/namespaces/ml/pods/done", {"status": {"phase": "Succeeded"}})
     monkeypatch.setattr(JobTriggerArgs, "hook", lambda self: Hook(fake))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from airflow.sdk.log import mask_secret
 from support.task_log import RecordingLog
 
 from airflow_broadcast.cluster.job_warnings import JobWarning
@@ -62,6 +63,13 @@ def test_flush_reports_what_was_held_back_and_forgets_it() -> None:
     assert log.lines[-1] == "2 more FailedScheduling warning(s) not shown (at most one line per reason every 30 s)"
     warnings.flush()
     assert len(log.lines) == 3  # nothing held any more, nothing repeated
+
+
+def test_a_secret_in_an_event_message_is_masked() -> None:
+    mask_secret("ev3nt-s3cret-91c2")
+    log = RecordingLog()
+    WarningLog(log, 30, Clock()).add(JobWarning("Failed", "pod p", "pull with token ev3nt-s3cret-91c2 refused"))
+    assert log.lines == ["Warning Failed pod p: pull with token *** refused"]
 
 
 def test_after_a_quiet_interval_a_reason_shows_again_without_a_count() -> None:
