@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
+from airflow_broadcast.cluster.api_paths import InvalidApiPath
 from airflow_broadcast.cluster.job_control import stop_active_children
 from airflow_broadcast.cluster.job_events import record_job_deleted
 from airflow_broadcast.cluster.job_records import (
@@ -21,10 +22,11 @@ from airflow_broadcast.cluster.job_records import (
     record_view,
     write_record,
 )
-from airflow_broadcast.cluster.pod_logs import log_tails
+from airflow_broadcast.cluster.pod_logs import TAIL_BYTES, log_tails
 from airflow_broadcast.cluster.reconcile_loop import LoopReason, run_reconcile_loop
 from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.exceptions import JobFailedError, JobTimeoutError
+from airflow_broadcast.operators.task_output import shown_log_tail, shown_message, shown_result
 from airflow_broadcast.reconcilers.kind import JobIdentity, JobKind
 from airflow_broadcast.specs.timestamps import from_rfc3339
 from airflow_broadcast.triggers.job_reconcile import JobTriggerArgs, TaskKey
@@ -83,33 +85,39 @@ def conclude(args: JobTriggerArgs, outcome: str, message: str, log: TaskLog, *,
         kind: JobKind[Any, JobIdentity] = args.driver().kind
         raw = await get_record(client, args.namespace, args.record_name)
         if raw is None or (raw.get("metadata") or {}).get("uid") != args.uid:
-            raise JobFailedError(f"{args.kind} record {args.namespace}/{args.record_name} disappeared "
-                                 f"before its result was read ({message or outcome})")
+            raise JobFailedError(shown_message(f"{args.kind} record {args.namespace}/{args.record_name} disappeared "
+                                               f"before its result was read ({message or outcome})"))
         record = record_view(raw)
         if reason is LoopReason.TIMEOUT:
             if args.on_kill_action == "delete_active_pods":
                 stopped = await stop_active_children(client, args.namespace, args.record_name, args.uid)
                 log.warning("Execution deadline passed: deleted %d active pod(s)", stopped)
-            raise JobTimeoutError(f"{args.kind} {args.namespace}/{record.job_name}: {message}")
+            raise JobTimeoutError(shown_message(f"{args.kind} {args.namespace}/{record.job_name}: {message}"))
         if reason in (LoopReason.INVALID, LoopReason.ERROR, LoopReason.GONE):
-            raise JobFailedError(f"{args.kind} {args.namespace}/{record.job_name}: {message}")
+            raise JobFailedError(shown_message(f"{args.kind} {args.namespace}/{record.job_name}: {message}"))
         summary = kind.summary(record)
         failure = kind.failure(summary)
         if failure:
             pods = kind.failed_children(summary)[:max_logged_failures]
-            tails = await log_tails(client, args.namespace, pods, container=kind.log_container(record.manifest),
-                                    lines=log_tail_lines)
+            try:
+                tails = await log_tails(client, args.namespace, pods, container=kind.log_container(record.manifest),
+                                        lines=log_tail_lines)
+            except InvalidApiPath as exc:
+                raise JobFailedError(shown_message(
+                    f"{args.kind} {args.namespace}/{record.job_name}: its record's status names a failed pod that "
+                    f"cannot exist, so no log was read; the record was edited outside the provider. {exc}")) from exc
             for pod, text in tails.items():
-                log.error("---- last %d log lines of failed pod %s ----\n%s", log_tail_lines, pod, text)
+                log.error("---- last %d log lines of failed pod %s ----\n%s", log_tail_lines, pod,
+                          shown_log_tail(text, log_tail_lines, TAIL_BYTES))
         await _apply_ttl(client, raw, record.manifest, record.status, log)
         if failure:
-            raise JobFailedError(failure)
-        return summary
+            raise JobFailedError(shown_message(failure))
+        return shown_result(summary)
 
     try:
         return run_on_worker(collect)
     except ClusterApiError as exc:
-        raise JobFailedError(exc.describe()) from exc
+        raise JobFailedError(shown_message(exc.describe())) from exc
 
 
 async def _apply_ttl(client: Any, raw: Mapping[str, Any], _manifest: Mapping[str, Any], _status: Mapping[str, Any],

@@ -16,6 +16,8 @@ from airflow_broadcast.exceptions import JobFailedError
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook, connection_namespace
 from airflow_broadcast.operators.job_runtime import conclude, run_inline, task_key
 from airflow_broadcast.reconcilers.kind import JobIdentity, KindName
+from airflow_broadcast.specs.field_errors import InvalidSpecError, invalid
+from airflow_broadcast.specs.name_rules import validate_dns1123_label, validate_dns1123_subdomain
 from airflow_broadcast.triggers.job_reconcile import JobEventPayload, JobReconcileTrigger, JobTriggerArgs
 from airflow_broadcast.version_compat import BaseSensorOperator
 
@@ -60,6 +62,7 @@ class KubernetesJobSensor(BaseSensorOperator):
 
     def _resolve(self, context: Any) -> JobTriggerArgs:
         namespace = self.namespace or connection_namespace(self.kubernetes_conn_id)
+        self._check_names(namespace)
         name = record_name(self.kind, self.job_name)
 
         async def find() -> Any:
@@ -71,6 +74,15 @@ class KubernetesJobSensor(BaseSensorOperator):
             raise JobFailedError(f"no {self.kind} named {self.job_name} in namespace {namespace} "
                                  f"(its record ConfigMap {name} does not exist)")
         return self._args(namespace, name, str(record["metadata"]["uid"]), context)
+
+    def _check_names(self, namespace: str) -> None:
+        """InvalidSpecError before any request: the (templated) names go into API paths."""
+        name = self.job_name
+        errors = validate_dns1123_subdomain(name, "job_name") if isinstance(name, str) else [
+            invalid("job_name", name, "must be a string")]
+        errors += validate_dns1123_label(namespace, "namespace")
+        if errors:
+            raise InvalidSpecError(self.kind, str(name), errors)
 
     def execute(self, context: Any) -> Any:
         if not self.deferrable:

@@ -8,11 +8,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_broadcast.reconcilers.observed import JobRecord, PodInfo
+from airflow_broadcast.reconcilers.observed import RECORD_UID_LABEL, JobRecord, PodInfo
 from airflow_broadcast.reconcilers.plan import JobEvent
 from airflow_broadcast.specs.broadcast_job.spec import JOB_NAME_LABEL, JOB_UID_LABEL
 
-RECORD_UID_LABEL = "airflow-broadcast.io/job-uid"
 NODE_ANNOTATION = "airflow-broadcast.io/node"
 ATTEMPT_ANNOTATION = "airflow-broadcast.io/attempt"
 NODE_HASH_LENGTH = 10
