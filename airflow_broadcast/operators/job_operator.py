@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_broadcast.cluster.job_submission import submit_job
 from airflow_broadcast.cluster.kinds.registry import JobOptions, kind_for
@@ -20,6 +20,7 @@ from airflow_broadcast.operators.job_runtime import (
     run_inline,
     task_key,
 )
+from airflow_broadcast.operators.manifest_source import is_manifest_path, render_manifest_file
 from airflow_broadcast.reconcilers.kind import JobIdentity, JobKind, KindName, ParsedJob, SubmittedJob, identity
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.triggers.job_reconcile import (
@@ -32,12 +33,17 @@ from airflow_broadcast.triggers.job_reconcile import (
 )
 from airflow_broadcast.version_compat import BaseOperator
 
+if TYPE_CHECKING:
+    import jinja2
+
 
 class KubernetesJobOperator(BaseOperator):
     """Base of BroadcastJobOperator and TFJobOperator; subclasses set `kind` and `job_options`.
 
-    :param manifest: the job as upstream writes it: a dict, YAML/JSON text, or a path to a
-        .yaml/.yml/.json file (found relative to the DAG folder or template_searchpath). (templated)
+    :param manifest: the job as upstream writes it: a dict, YAML/JSON text, or the path of a
+        .yaml/.yml/.json file, absolute or relative to the DAG folder or template_searchpath, whose
+        content is rendered with Jinja. The strings inside a dict are rendered too, but never read
+        as file names. (templated)
     :param namespace: overrides metadata.namespace; else the connection's namespace, else `default`. (templated)
     :param kubernetes_conn_id: an Airflow connection of the cncf `kubernetes` type. (templated)
     :param deferrable: reconcile from the triggerer (default) instead of the worker.
@@ -53,7 +59,7 @@ class KubernetesJobOperator(BaseOperator):
     job_options: JobOptions
     get_logs: bool = False  # TFJobOperator: follow the chief's log
     template_fields: Sequence[str] = ("manifest", "namespace", "kubernetes_conn_id", "cluster_context")
-    template_ext: Sequence[str] = (".yaml", ".yml", ".json")
+    template_ext: Sequence[str] = ()  # see manifest_source: only the manifest itself may name a file
     template_fields_renderers: ClassVar[dict[str, str]] = {"manifest": "yaml"}
     ui_color = "#d3e4f7"
 
@@ -80,6 +86,18 @@ class KubernetesJobOperator(BaseOperator):
         self.max_logged_failures = max_logged_failures
         self.startup_timeout_seconds = startup_timeout_seconds
         self._args: JobTriggerArgs | None = None
+
+    def _do_render_template_fields(self, parent: Any, template_fields: Iterable[str], context: Any,
+                                   jinja_env: jinja2.Environment, seen_oids: set[int]) -> None:
+        """Render as Airflow does, then read and render the file a rendered manifest path names.
+
+        Airflow calls this for plain and for mapped tasks alike (on the unmapped task).
+        """
+        fields = tuple(template_fields)
+        super()._do_render_template_fields(parent, fields, context, jinja_env, seen_oids)
+        if parent is self and "manifest" in fields and is_manifest_path(self.manifest):
+            self.manifest = render_manifest_file(
+                self.manifest, jinja_env, lambda text: self.render_template(text, context, jinja_env))
 
     # ---- kind-specific ---------------------------------------------------------------------
     def job_kind(self) -> JobKind[Any, Any]:

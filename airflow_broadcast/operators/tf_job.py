@@ -17,6 +17,7 @@ from airflow_broadcast.specs.field_errors import InvalidSpecError, invalid
 from airflow_broadcast.specs.manifest_text import parse_manifest
 from airflow_broadcast.specs.name_rules import is_valid_label_value
 from airflow_broadcast.specs.tf_job.spec import QUEUE_NAME_LABEL
+from airflow_broadcast.specs.tf_job.validation import tf_job_warnings
 
 DEFAULTS = TFJobOptions()
 COMPAT_SWITCHES = ("compat_succeeded_then_failed", "compat_recreate_succeeded", "compat_exitcode_ignores_backoff")
@@ -85,7 +86,10 @@ class TFJobOperator(KubernetesJobOperator):
     def parse(self, manifest: Mapping[str, Any] | str, namespace: str | None, default_namespace: str) -> ParsedJob:
         if self.queue_name:
             manifest = with_queue_label(parse_manifest(manifest, what="TFJob manifest"), self.queue_name)
-        return super().parse(manifest, namespace, default_namespace)
+        job = super().parse(manifest, namespace, default_namespace)
+        for warning in tf_job_warnings(job.manifest):
+            self.log.warning("%s", warning)
+        return job
 
     def _gang_scheduler(self) -> GangScheduler | None:
         return gang_scheduler(self.job_options.gang_scheduler, self.job_options.gang_scheduler_name)

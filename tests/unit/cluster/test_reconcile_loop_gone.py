@@ -41,6 +41,8 @@ async def test_X4_a_gone_job_ends_its_loop_with_no_further_write_and_no_subscrip
     watched = driver_for(KIND).watch(env.client, NAMESPACE)
     await env.fake.wait_for(lambda: records._subscribers.get("hello"), what="the loop to watch its record")
     assert watched.children._subscribers.get(submission.uid), "the loop watches its pods"
+    await env.fake.wait_for(lambda: env.status(KIND, "hello").get("active") == 2,
+                            what="the first pass to write its status")
     assert not loop.done()
     before = writes(env)
 
