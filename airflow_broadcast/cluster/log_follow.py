@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from datetime import UTC, datetime
 
-from airflow_broadcast.cluster.api_errors import ClusterApiError, Conflict
+from airflow_broadcast.cluster.api_errors import ClusterApiError, Conflict, TransportError
 from airflow_broadcast.cluster.api_paths import InvalidApiPath
 from airflow_broadcast.cluster.informers import Informer
 from airflow_broadcast.cluster.job_records import get_record, write_record
@@ -109,14 +109,19 @@ class LogFollower:
                     self._wake.clear()
                     await self._wake.wait()
                     continue
+                shown = 0
                 try:
-                    await self._stream(pod)
-                    delay = RETRY_SECONDS[0]
+                    shown = await self._stream(pod)
+                except TransportError:
+                    pass  # a dropped or long-silent connection: reconnect from the position
                 except (ClusterApiError, InvalidApiPath) as exc:
                     why = exc.describe() if isinstance(exc, ClusterApiError) else str(exc)
                     self._tell(f"{pod.uid}:{getattr(exc, 'status', 'path')}", f"[{pod.name}] log not available "
                                                                              f"({why}); retrying every "
                                                                              f"{RETRY_SECONDS[1]:.0f} s at most")
+                if shown:
+                    delay = RETRY_SECONDS[0]
+                elif pod.uid not in self._done:  # nothing new: wait (or for a change of the pods) before asking again
                     await self._sleep(delay)
                     delay = min(RETRY_SECONDS[1], delay * 2)
         finally:
@@ -146,7 +151,8 @@ class LogFollower:
             return None
         return pod
 
-    async def _stream(self, pod: PodInfo) -> None:
+    async def _stream(self, pod: PodInfo) -> int:
+        """Show the pod's log from the position on, until the stream ends; how many new lines came."""
         query: dict[str, str | int] = {"follow": "true", "timestamps": "true"}
         if self.container:
             query["container"] = self.container
@@ -154,17 +160,20 @@ class LogFollower:
             query["sinceTime"] = self._stamp.split(".")[0].rstrip("Z") + "Z"
         lines = self.client.stream_lines(log_path(self.namespace, pod.name), query=query,
                                          read_timeout=READ_TIMEOUT_SECONDS, max_line_bytes=MAX_LINE_BYTES)
+        shown = 0
         async with aclosing(lines):
             async for raw in lines:
-                self._show(pod.name, *split_line(raw))
+                shown += self._show(pod.name, *split_line(raw))
                 await self._checkpoint()
         current = next((p for p in self.pods.items(self.uid) if p.uid == pod.uid), None)
         if current is None or current.terminal:
             self._done.add(pod.uid)  # the container exited: its log is complete
+        return shown
 
-    def _show(self, pod: str, position: int | None, stamp: str, text: str) -> None:
+    def _show(self, pod: str, position: int | None, stamp: str, text: str) -> bool:
+        """Show one line unless it was shown before; False for a line seen already."""
         if self._seen(position, text):
-            return  # shown before the stream was resumed
+            return False  # shown before the stream was resumed
         if position is not None:
             if position != self.position or self._at_position is None:
                 self._at_position = set()
@@ -172,12 +181,13 @@ class LogFollower:
             self._at_position.add(text)
         dropped = self.budget.dropped
         if not self.budget.allow():
-            return
+            return True
         if dropped:
             self.sink(f"[{pod}] ... {dropped} line(s) not shown (more than {LINES_PER_SECOND:g} lines a second)")
             self.budget.dropped = 0
         shown = self.mask(text)
         self.sink(f"[{pod}] {shown if len(shown) <= MAX_LINE_CHARS else shown[:MAX_LINE_CHARS] + ' [...]'}")
+        return True
 
     def _seen(self, position: int | None, text: str) -> bool:
         if position is None or self.position is None:

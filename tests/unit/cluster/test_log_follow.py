@@ -172,6 +172,23 @@ async def test_a_dropped_stream_resumes_with_since_time_and_shows_no_line_twice(
                                      "sinceTime": "2026-12-01T10:00:02Z"}
 
 
+async def test_a_stream_that_brings_nothing_new_is_not_asked_for_again_at_once(
+        stub: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kubelet closed the stream (the container exited) before the pod's status says so: back off."""
+    server, client = stub
+    monkeypatch.setattr(log_follow, "RETRY_SECONDS", (0.2, 0.4))
+    server.sessions = [[line(1, "0", "a")]] + [[line(1, "0", "a")] for _ in range(100)]
+    pods = pods_informer()
+    pods.upsert(pod_object(chief()))
+    lines: list[str] = []
+    follow = follower(client, pods, lines)
+    follow.start()
+    await asyncio.sleep(0.7)
+    await follow.finish(grace=0.1)
+    assert lines == [f"[{POD}] a"]
+    assert 2 <= len(server.log_queries) <= 4  # 0 s, then 0.2 s and 0.4 s later, not a request per millisecond
+
+
 async def test_the_position_is_stamped_on_the_record_and_a_new_follower_resumes_there(stub: Any) -> None:
     server, client = stub
     server.sessions = [[line(1, "1", "a"), line(2, "123456789", "b")]]
