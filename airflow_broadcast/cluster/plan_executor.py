@@ -17,6 +17,7 @@ from typing import Any
 
 from airflow_broadcast.cluster import job_metrics
 from airflow_broadcast.cluster.api_errors import AlreadyExists, ClusterApiError, Conflict, NotFound, TransportError
+from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.informers import Informer
 from airflow_broadcast.cluster.job_events import EventRecorder
 from airflow_broadcast.cluster.job_records import write_record
@@ -55,9 +56,7 @@ _PLURALS = {"Pod": "pods", "Service": "services", "PodGroup": "podgroups"}
 
 
 def _path(kind: str, namespace: str, name: str = "", api_version: str = "v1") -> str:
-    group = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-    base = f"{group}/namespaces/{namespace}/{_PLURALS[kind]}"
-    return f"{base}/{name}" if name else base
+    return api_path(api_version, _PLURALS[kind], namespace=namespace, name=name or None)
 
 
 class PlanExecutor:

@@ -15,9 +15,16 @@ from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.config import current_settings
 from airflow_broadcast.exceptions import JobFailedError
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook, connection_namespace
-from airflow_broadcast.operators.job_runtime import conclude, run_inline, task_key
+from airflow_broadcast.operators.job_runtime import DEFAULT_STARTUP_TIMEOUT_SECONDS, conclude, run_inline, task_key
 from airflow_broadcast.reconcilers.kind import JobIdentity, KindName
-from airflow_broadcast.triggers.job_reconcile import JobEventPayload, JobReconcileTrigger, JobTriggerArgs
+from airflow_broadcast.specs.field_errors import InvalidSpecError, invalid
+from airflow_broadcast.specs.name_rules import validate_dns1123_label, validate_dns1123_subdomain
+from airflow_broadcast.triggers.job_reconcile import (
+    JobEventPayload,
+    JobReconcileTrigger,
+    JobTriggerArgs,
+    check_visibility,
+)
 from airflow_broadcast.version_compat import BaseSensorOperator, conf
 
 
@@ -32,10 +39,13 @@ class ReconciledJobSensor(BaseSensorOperator):
     :param namespace: its namespace; else the connection's, else `default`. (templated)
     :param deferrable: wait in the triggerer; else each poke runs one reconcile pass. Defaults to Airflow's
         `[operators] default_deferrable`.
+    :param startup_timeout_seconds: fail when a pod of the job has been Pending longer (as the operator's);
+        the sensor leaves the pods running. 0 or None: no limit.
     """
 
     kind: ClassVar[KindName]
     job_options: JobOptions
+    get_logs: bool = False  # TFJobSensor: follow the chief's log while deferred
     template_fields: Sequence[str] = ("job_name", "namespace", "kubernetes_conn_id", "cluster_context")
     ui_color = "#e8f1fb"
 
@@ -43,8 +53,10 @@ class ReconciledJobSensor(BaseSensorOperator):
                  kubernetes_conn_id: str = "kubernetes_default", cluster_context: str | None = None,
                  deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=True),
                  resync_seconds: float = current_settings().resync_seconds, log_tail_lines: int = 50,
-                 max_logged_failures: int = 5, **kwargs: Any) -> None:
+                 max_logged_failures: int = 5,
+                 startup_timeout_seconds: float | None = DEFAULT_STARTUP_TIMEOUT_SECONDS, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        check_visibility(self.kind, startup_timeout_seconds, self.get_logs)
         self.job_name = job_name
         self.namespace = namespace
         self.kubernetes_conn_id = kubernetes_conn_id
@@ -53,16 +65,19 @@ class ReconciledJobSensor(BaseSensorOperator):
         self.resync_seconds = resync_seconds
         self.log_tail_lines = log_tail_lines
         self.max_logged_failures = max_logged_failures
+        self.startup_timeout_seconds = startup_timeout_seconds
 
     def _args(self, namespace: str, name: str, uid: str, context: Any) -> JobTriggerArgs:
         return JobTriggerArgs(
             kind=self.kind, namespace=namespace, record_name=name, uid=uid, options=self.job_options,
             kubernetes_conn_id=self.kubernetes_conn_id, cluster_context=self.cluster_context,
             resync_seconds=self.resync_seconds, on_kill_action="keep", task_key=task_key(context),
+            startup_timeout_seconds=self.startup_timeout_seconds, get_logs=self.get_logs,
         )
 
     def _resolve(self, context: Any) -> JobTriggerArgs:
         namespace = self.namespace or connection_namespace(self.kubernetes_conn_id)
+        self._check_names(namespace)
         name = record_name(self.kind, self.job_name)
 
         async def find() -> Any:
@@ -74,6 +89,15 @@ class ReconciledJobSensor(BaseSensorOperator):
             raise JobFailedError(f"no {self.kind} named {self.job_name} in namespace {namespace} "
                                  f"(its record ConfigMap {name} does not exist)")
         return self._args(namespace, name, str(record["metadata"]["uid"]), context)
+
+    def _check_names(self, namespace: str) -> None:
+        """InvalidSpecError before any request: the (templated) names go into API paths."""
+        name = self.job_name
+        errors = validate_dns1123_subdomain(name, "job_name") if isinstance(name, str) else [
+            invalid("job_name", name, "must be a string")]
+        errors += validate_dns1123_label(namespace, "namespace")
+        if errors:
+            raise InvalidSpecError(self.kind, str(name), errors)
 
     def execute(self, context: Any) -> Any:
         if not self.deferrable:

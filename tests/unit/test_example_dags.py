@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 import textwrap
 from datetime import UTC, datetime
@@ -48,7 +49,10 @@ def context(dag: Any, run_after: datetime = RUN_AFTER, **params: Any) -> dict[st
 
 
 def render(task: Any, field: str, ctx: dict[str, Any]) -> Any:
-    return task.render_template(getattr(task, field), ctx, task.dag.get_template_env())
+    """The field as the task renders it (a manifest path becomes the rendered file), on a copy of the task."""
+    rendered = copy.copy(task)
+    rendered.render_template_fields(ctx, task.dag.get_template_env())
+    return getattr(rendered, field)
 
 
 def parsed_job(task: ReconciledJobOperator, ctx: dict[str, Any]) -> Any:

@@ -19,7 +19,8 @@ from airflow_broadcast.specs.field_errors import InvalidSpecError
 def test_provider_conventions() -> None:
     for cls in (BroadcastJobOperator, TFJobOperator):
         assert {"manifest", "namespace", "kubernetes_conn_id"} <= set(cls.template_fields)
-        assert set(cls.template_ext) == {".yaml", ".yml", ".json"}
+        assert not cls.template_ext  # a manifest path is resolved by the operator, nested strings never
+        assert cls.template_fields_renderers["manifest"] == "yaml"
         op = cls(task_id="t", manifest={})
         assert op.kubernetes_conn_id == "kubernetes_default"
         assert callable(op.execute_complete)
