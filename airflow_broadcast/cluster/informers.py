@@ -11,6 +11,7 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Callable, Hashable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Generic, TypeVar
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError, Gone
@@ -23,30 +24,32 @@ ANY_KEY = "*"
 RELIST_SECONDS = 300.0
 
 
+@dataclass(eq=False)
 class Informer(Generic[T]):
-    """LIST then WATCH one collection; `transform` turns raw objects into typed values."""
+    """LIST then WATCH one collection; `transform` turns raw objects into typed values.
 
-    def __init__(self, client: KubeClient, path: str, transform: Callable[[JsonDict], T], *,
-                 label_selector: str = "", index_label: str = "",
-                 significant: Callable[[T], Hashable] | None = None, field_selector: str = "",
-                 index_by: Callable[[JsonDict], str] | None = None) -> None:
-        self.client = client
-        self.path = path
-        self.transform = transform
-        self.label_selector = label_selector
-        self.field_selector = field_selector
-        self.index_label = index_label
-        self.index_by = index_by  # instead of a label: e.g. an Event's involvedObject.uid
-        self.significant = significant
-        self.values: dict[str, T] = {}
-        self._versions: dict[str, int] = {}
-        self._index: dict[str, set[str]] = {}
-        self._keys_index: dict[str, str] = {}
-        self._subscribers: dict[str, set[asyncio.Event]] = {}
-        self.synced = asyncio.Event()
-        self.error: ClusterApiError | None = None
-        self._task: asyncio.Task[None] | None = None
-        self.events_seen = 0
+    `index_label` indexes objects by a label's value; `index_by` instead computes the index (e.g. an
+    Event's involvedObject.uid). `significant` says what an update must change to wake subscribers.
+    """
+
+    client: KubeClient
+    path: str
+    transform: Callable[[JsonDict], T]
+    _: KW_ONLY
+    label_selector: str = ""
+    index_label: str = ""
+    significant: Callable[[T], Hashable] | None = None
+    field_selector: str = ""
+    index_by: Callable[[JsonDict], str] | None = None
+    values: dict[str, T] = field(default_factory=dict, init=False)
+    synced: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    error: ClusterApiError | None = field(default=None, init=False)
+    events_seen: int = field(default=0, init=False)
+    _versions: dict[str, int] = field(default_factory=dict, init=False)
+    _index: dict[str, set[str]] = field(default_factory=dict, init=False)
+    _keys_index: dict[str, str] = field(default_factory=dict, init=False)
+    _subscribers: dict[str, set[asyncio.Event]] = field(default_factory=dict, init=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False)
 
     # ---- reading -------------------------------------------------------------------------
     def items(self, index_value: str | None = None) -> list[T]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from airflow_broadcast.cluster import job_metrics
@@ -59,21 +59,19 @@ def _path(kind: str, namespace: str, name: str = "", api_version: str = "v1") ->
     return api_path(api_version, _PLURALS[kind], namespace=namespace, name=name or None)
 
 
+@dataclass
 class PlanExecutor:
     """Applies plans for one job record; keeps the shared caches ahead of the watch (X1/X2)."""
 
-    def __init__(self, client: KubeClient, namespace: str, record_uid: str, *,
-                 pods: Informer[Any] | None = None, services: Informer[Any] | None = None,
-                 style: ChildEventStyle | None = None, kind: str = "",
-                 pod_groups: Informer[Any] | None = None) -> None:
-        self.client = client
-        self.kind = kind
-        self.pod_groups = pod_groups
-        self.namespace = namespace
-        self.record_uid = record_uid
-        self.pods = pods
-        self.services = services
-        self.style = style or ChildEventStyle()
+    client: KubeClient
+    namespace: str
+    record_uid: str
+    _: KW_ONLY
+    pods: Informer[Any] | None = None
+    services: Informer[Any] | None = None
+    style: ChildEventStyle = field(default_factory=ChildEventStyle)
+    kind: str = ""
+    pod_groups: Informer[Any] | None = None
 
     async def apply(self, plan: Plan, record: Mapping[str, Any], events: EventRecorder) -> ApplyResult:
         result = ApplyResult()

@@ -15,6 +15,13 @@ def broadcast_options(assign_pods_by_scheduler: bool, kruise_compat: bool) -> Br
     return BroadcastOptions(assign_by_scheduler=assign_pods_by_scheduler, kruise_compat=kruise_compat)
 
 
+def set_broadcast_switches(task: Any, assign_pods_by_scheduler: bool, kruise_compat: bool) -> None:
+    """Keep the switches as the task's own attributes (Airflow shows them) and as the engine's options."""
+    task.assign_pods_by_scheduler = assign_pods_by_scheduler
+    task.kruise_compat = kruise_compat
+    task.job_options = broadcast_options(assign_pods_by_scheduler, kruise_compat)
+
+
 class BroadcastJobOperator(ReconciledJobOperator):
     """One pod on every eligible node, as OpenKruise's BroadcastJob controller would run it.
 
@@ -32,6 +39,4 @@ class BroadcastJobOperator(ReconciledJobOperator):
     def __init__(self, *, assign_pods_by_scheduler: bool = DEFAULTS.assign_by_scheduler,
                  kruise_compat: bool = DEFAULTS.kruise_compat, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.assign_pods_by_scheduler = assign_pods_by_scheduler
-        self.kruise_compat = kruise_compat
-        self.job_options = broadcast_options(assign_pods_by_scheduler, kruise_compat)
+        set_broadcast_switches(self, assign_pods_by_scheduler, kruise_compat)

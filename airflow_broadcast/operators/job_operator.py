@@ -11,10 +11,8 @@ from airflow_broadcast.cluster.job_submission import submit_job
 from airflow_broadcast.cluster.kinds.registry import JobOptions, kind_for
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.worker_loop import run_on_worker
-from airflow_broadcast.config import current_settings
 from airflow_broadcast.hooks.kubernetes import connection_namespace
 from airflow_broadcast.operators.job_runtime import (
-    DEFAULT_STARTUP_TIMEOUT_SECONDS,
     conclude,
     defer_timeout,
     execution_deadline,
@@ -22,6 +20,7 @@ from airflow_broadcast.operators.job_runtime import (
     task_key,
 )
 from airflow_broadcast.operators.manifest_source import is_manifest_path, render_manifest_file
+from airflow_broadcast.operators.task_settings import JobTaskSettings
 from airflow_broadcast.reconcilers.kind import JobIdentity, JobKind, KindName, ParsedJob, SubmittedJob, identity
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.triggers.job_reconcile import (
@@ -30,15 +29,13 @@ from airflow_broadcast.triggers.job_reconcile import (
     JobReconcileTrigger,
     JobTriggerArgs,
     OnKillAction,
-    check_visibility,
 )
-from airflow_broadcast.version_compat import BaseOperator, conf
 
 if TYPE_CHECKING:
     import jinja2
 
 
-class ReconciledJobOperator(BaseOperator):
+class ReconciledJobOperator(JobTaskSettings):
     """Base of BroadcastJobOperator and TFJobOperator; subclasses set `kind` and `job_options`.
 
     :param manifest: the job as upstream writes it: a dict, YAML/JSON text, or the path of a
@@ -59,36 +56,20 @@ class ReconciledJobOperator(BaseOperator):
 
     kind: ClassVar[KindName]
     job_options: JobOptions
-    get_logs: bool = False  # TFJobOperator: follow the chief's log
     template_fields: Sequence[str] = ("manifest", "namespace", "kubernetes_conn_id", "cluster_context")
     template_ext: Sequence[str] = ()  # see manifest_source: only the manifest itself may name a file
     template_fields_renderers: ClassVar[dict[str, str]] = {"manifest": "yaml"}
     ui_color = "#d3e4f7"
 
-    def __init__(self, *, manifest: Mapping[str, Any] | str, namespace: str | None = None,
-                 kubernetes_conn_id: str = "kubernetes_default", cluster_context: str | None = None,
-                 deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=True),
-                 wait_for_completion: bool = True, reattach: bool = True,
-                 on_kill_action: OnKillAction = "delete_active_pods",
-                 resync_seconds: float = current_settings().resync_seconds,
-                 log_tail_lines: int = 50, max_logged_failures: int = 5,
-                 startup_timeout_seconds: float | None = DEFAULT_STARTUP_TIMEOUT_SECONDS, **kwargs: Any) -> None:
+    def __init__(self, *, manifest: Mapping[str, Any] | str, wait_for_completion: bool = True,
+                 reattach: bool = True, on_kill_action: OnKillAction = "delete_active_pods", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if on_kill_action not in ON_KILL_ACTIONS:
             raise ValueError(f"on_kill_action must be 'delete_active_pods' or 'keep', not {on_kill_action!r}")
-        check_visibility(self.kind, startup_timeout_seconds, self.get_logs)
         self.manifest = manifest
-        self.namespace = namespace
-        self.kubernetes_conn_id = kubernetes_conn_id
-        self.cluster_context = cluster_context
-        self.deferrable = deferrable
         self.wait_for_completion = wait_for_completion
         self.reattach = reattach
         self.on_kill_action = on_kill_action
-        self.resync_seconds = resync_seconds
-        self.log_tail_lines = log_tail_lines
-        self.max_logged_failures = max_logged_failures
-        self.startup_timeout_seconds = startup_timeout_seconds
         self._args: JobTriggerArgs | None = None
 
     def _do_render_template_fields(self, parent: Any, template_fields: Iterable[str], context: Any,

@@ -12,10 +12,10 @@ from airflow_broadcast.cluster.job_records import get_record, record_name
 from airflow_broadcast.cluster.kinds.registry import JobOptions
 from airflow_broadcast.cluster.reconcile_loop import LoopReason
 from airflow_broadcast.cluster.worker_loop import run_on_worker
-from airflow_broadcast.config import current_settings
 from airflow_broadcast.exceptions import JobFailedError
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook, connection_namespace
-from airflow_broadcast.operators.job_runtime import DEFAULT_STARTUP_TIMEOUT_SECONDS, conclude, run_inline, task_key
+from airflow_broadcast.operators.job_runtime import conclude, run_inline, task_key
+from airflow_broadcast.operators.task_settings import JobTaskSettings
 from airflow_broadcast.reconcilers.kind import JobIdentity, KindName
 from airflow_broadcast.specs.field_errors import InvalidSpecError, invalid
 from airflow_broadcast.specs.name_rules import validate_dns1123_label, validate_dns1123_subdomain
@@ -23,12 +23,11 @@ from airflow_broadcast.triggers.job_reconcile import (
     JobEventPayload,
     JobReconcileTrigger,
     JobTriggerArgs,
-    check_visibility,
 )
-from airflow_broadcast.version_compat import BaseSensorOperator, conf
+from airflow_broadcast.version_compat import BaseSensorOperator
 
 
-class ReconciledJobSensor(BaseSensorOperator):
+class ReconciledJobSensor(JobTaskSettings, BaseSensorOperator):
     """Wait until a submitted job finishes, driving its reconciliation meanwhile.
 
     The job progresses even when only the sensor runs (for example after an operator with
@@ -45,27 +44,12 @@ class ReconciledJobSensor(BaseSensorOperator):
 
     kind: ClassVar[KindName]
     job_options: JobOptions
-    get_logs: bool = False  # TFJobSensor: follow the chief's log while deferred
     template_fields: Sequence[str] = ("job_name", "namespace", "kubernetes_conn_id", "cluster_context")
     ui_color = "#e8f1fb"
 
-    def __init__(self, *, job_name: str, namespace: str | None = None,
-                 kubernetes_conn_id: str = "kubernetes_default", cluster_context: str | None = None,
-                 deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=True),
-                 resync_seconds: float = current_settings().resync_seconds, log_tail_lines: int = 50,
-                 max_logged_failures: int = 5,
-                 startup_timeout_seconds: float | None = DEFAULT_STARTUP_TIMEOUT_SECONDS, **kwargs: Any) -> None:
+    def __init__(self, *, job_name: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        check_visibility(self.kind, startup_timeout_seconds, self.get_logs)
         self.job_name = job_name
-        self.namespace = namespace
-        self.kubernetes_conn_id = kubernetes_conn_id
-        self.cluster_context = cluster_context
-        self.deferrable = deferrable
-        self.resync_seconds = resync_seconds
-        self.log_tail_lines = log_tail_lines
-        self.max_logged_failures = max_logged_failures
-        self.startup_timeout_seconds = startup_timeout_seconds
 
     def _args(self, namespace: str, name: str, uid: str, context: Any) -> JobTriggerArgs:
         return JobTriggerArgs(
