@@ -20,7 +20,7 @@ from unit.specs.hostile.corpus import Case, all_cases, bcj_manifest, tf_manifest
 
 from airflow_broadcast.cluster.job_records import MANAGED_BY, MANAGED_BY_LABEL
 from airflow_broadcast.operators.broadcast_job import BroadcastJobOperator
-from airflow_broadcast.operators.job_operator import KubernetesJobOperator
+from airflow_broadcast.operators.job_operator import ReconciledJobOperator
 from airflow_broadcast.operators.tf_job import TFJobOperator
 from airflow_broadcast.specs.field_errors import InvalidSpecError
 from airflow_broadcast.specs.manifest_limits import ManifestError
@@ -41,7 +41,7 @@ def kubernetes_default(monkeypatch: pytest.MonkeyPatch, kubeconfig: str) -> None
 
 def execute(kind: str, manifest: Any, namespace: str) -> Any:
     """The operator's whole worker side, up to its return (it does not wait for the job)."""
-    operator_type: type[KubernetesJobOperator] = BroadcastJobOperator if kind == "BroadcastJob" else TFJobOperator
+    operator_type: type[ReconciledJobOperator] = BroadcastJobOperator if kind == "BroadcastJob" else TFJobOperator
     operator = operator_type(task_id="hostile", manifest=manifest, namespace=namespace, wait_for_completion=False)
     ti = SimpleNamespace(dag_id="hostile", task_id="hostile", run_id="manual__1", map_index=-1,
                          start_date=datetime.now(UTC), xcom_push=lambda key, value: None)

@@ -112,7 +112,7 @@ def tf_job_rules() -> list[Case]:
         tf("b2-name-300", ("metadata", "name"), "a" * 300, "metadata.name"),
         tf("name-upper-case", ("metadata", "name"), "MnIst", "metadata.name"),
         tf("name-missing", ("metadata", "name"), DELETE, "metadata.name"),
-        tf("b3-child-names-too-long", ("metadata", "name"), "a" * 63, "metadata.name"),
+        tf("name-with-dot", ("metadata", "name"), "mnist.v2", "metadata.name"),
         tf("b4-replica-specs-missing", ("spec", "tfReplicaSpecs"), DELETE, "spec.tfReplicaSpecs"),
         tf("replica-specs-a-list", ("spec", "tfReplicaSpecs"), ["Worker"], "spec.tfReplicaSpecs"),
         tf("b12-null-replica-spec", WORKER, None, "spec.tfReplicaSpecs[Worker].template.spec.containers"),

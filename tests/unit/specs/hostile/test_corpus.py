@@ -16,7 +16,7 @@ import pytest
 from unit.specs.hostile.corpus import Case, Source, all_cases
 
 from airflow_broadcast.operators.broadcast_job import BroadcastJobOperator
-from airflow_broadcast.operators.job_operator import KubernetesJobOperator
+from airflow_broadcast.operators.job_operator import ReconciledJobOperator
 from airflow_broadcast.operators.tf_job import TFJobOperator
 from airflow_broadcast.specs.field_errors import InvalidSpecError
 from airflow_broadcast.specs.manifest_limits import ManifestError
@@ -29,7 +29,7 @@ CATEGORIES = {"yaml-and-decoding", "not-a-string", "numbers", "quantities", "bro
               "pod-template-rules", "bounded-messages"}
 
 
-def operator(kind: str) -> KubernetesJobOperator:
+def operator(kind: str) -> ReconciledJobOperator:
     if kind == "BroadcastJob":
         return BroadcastJobOperator(task_id="hostile-bcj", manifest={})
     return TFJobOperator(task_id="hostile-tf", manifest={})

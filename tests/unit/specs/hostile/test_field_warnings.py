@@ -13,7 +13,7 @@ from support.tf_builders import NOW, TFCluster, manifest
 from unit.specs.hostile.corpus import as_yaml, bcj_manifest, edited, tf_manifest
 
 from airflow_broadcast.operators.broadcast_job import BroadcastJobOperator
-from airflow_broadcast.operators.job_operator import KubernetesJobOperator
+from airflow_broadcast.operators.job_operator import ReconciledJobOperator
 from airflow_broadcast.operators.tf_job import TFJobOperator
 from airflow_broadcast.specs import yaml_documents
 from airflow_broadcast.specs.field_schema import MAX_UNKNOWN_FIELD_WARNINGS
@@ -101,7 +101,7 @@ class Recorder(logging.Handler):
         self.lines.append(record.getMessage())
 
 
-def logged_by_parse(operator: KubernetesJobOperator, text: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def logged_by_parse(operator: ReconciledJobOperator, text: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """What the operator's parse() logs as warnings to its task log."""
     recorder = Recorder()
     task_log = logging.getLogger(f"hostile.{operator.task_id}")
