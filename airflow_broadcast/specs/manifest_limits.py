@@ -168,6 +168,5 @@ def source_problem(text: str) -> str | None:
     too_long = len(text) > MAX_SOURCE_BYTES or (
         len(text) * 4 > MAX_SOURCE_BYTES and len(text.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES)
     if too_long:
-        return (f"is longer than {MAX_SOURCE_BYTES // 1024} KiB; a job record is a ConfigMap, "
-                "which holds at most 1 MiB")
+        return f"is longer than {MAX_SOURCE_BYTES // 1024} KiB, more than a job record (a ConfigMap) can hold"
     return None
