@@ -27,7 +27,7 @@ from airflow_broadcast.specs.tf_job.spec import (
 )
 
 REPLICAS_PATH = "spec.tfReplicaSpecs"
-MAX_REPLICAS = 1000
+MAX_REPLICAS = 2000
 MAX_POD_VALUES = 1_000_000
 
 

@@ -15,6 +15,8 @@ from unit.specs.hostile.corpus import (
     field_case,
 )
 
+from airflow_broadcast.specs.tf_job.replica_validation import MAX_REPLICAS
+
 BCJ: Kind = "BroadcastJob"
 TF: Kind = "TFJob"
 INT32_OVER = 2**31
@@ -116,7 +118,7 @@ def number_cases() -> list[Case]:
                    "spec.tfReplicaSpecs.Worker.replicas", "numbers"),
         field_case("bcj-affinity-weight-2-to-the-64", BCJ, (*BCJ_POD, "affinity"), {"weight": 2**64},
                    "spec.template.spec.affinity.weight", "numbers"),
-        field_case("tf-replicas-total-over-limit", TF, ("spec", "tfReplicaSpecs", "PS", "replicas"), 999,
+        field_case("tf-replicas-total-over-limit", TF, ("spec", "tfReplicaSpecs", "PS", "replicas"), MAX_REPLICAS - 1,
                    "spec.tfReplicaSpecs", "numbers"),
         field_case("tf-backoff-over-int32", TF, (*RUN, "backoffLimit"), INT32_OVER, "spec.runPolicy.backoffLimit",
                    "numbers"),
