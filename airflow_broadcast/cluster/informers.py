@@ -14,13 +14,14 @@ from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError, Gone
-from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
+from airflow_broadcast.cluster.kube_client import Backoff, JsonDict, KubeClient
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 ANY_KEY = "*"
 RELIST_SECONDS = 300.0
+HEALTHY_WATCH_SECONDS = 5.0
 
 
 class Informer(Generic[T]):
@@ -122,24 +123,40 @@ class Informer(Generic[T]):
         return version
 
     async def _run(self) -> None:
-        backoff = 0.5
+        """Relist, then watch until the next periodic relist; back off while the API keeps failing.
+
+        A relist that works proves little (the watch may fail at once, again and again), so the
+        backoff only resets after a healthy watch: one that delivered events or stayed open.
+        An expired watch (410) relists at once the first time; a Retry-After is honoured.
+        """
+        backoff = Backoff(0.5, 30.0)
+        loop = asyncio.get_running_loop()
         while True:
+            watched_from = self.events_seen
             try:
                 version = await self._relist()
                 self.error = None
                 self.synced.set()
-                backoff = 0.5
-                deadline = asyncio.get_running_loop().time() + RELIST_SECONDS
-                while asyncio.get_running_loop().time() < deadline:
+                deadline = loop.time() + RELIST_SECONDS
+                while loop.time() < deadline:
+                    started, watched_from = loop.time(), self.events_seen
                     version = await self._watch_once(version)
-            except Gone:
-                continue
+                    if self.events_seen == watched_from and loop.time() - started < HEALTHY_WATCH_SECONDS:
+                        await asyncio.sleep(backoff.next())  # it ended at once, without an event: no tight loop
+                    else:
+                        backoff.reset()
             except ClusterApiError as exc:
-                self.error = exc
-                self.synced.set()
-                log.warning("watch of %s failed (%s); relisting in %.1f s", self.path, exc, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(30.0, backoff * 2)
+                if self.events_seen > watched_from:
+                    backoff.reset()  # the watch worked for a while before it failed
+                if isinstance(exc, Gone):
+                    delay = backoff.next(first=0.0)
+                    log.info("watch of %s expired (410); relisting in %.1f s", self.path, delay)
+                else:
+                    self.error = exc
+                    self.synced.set()
+                    delay = backoff.next(exc.retry_after)
+                    log.warning("watch of %s failed (%s); relisting in %.1f s", self.path, exc, delay)
+                await asyncio.sleep(delay)
 
     async def _watch_once(self, version: str) -> str:
         query: dict[str, Any] = {"labelSelector": self.label_selector} if self.label_selector else {}
