@@ -109,59 +109,81 @@ def run_job(core: client.CoreV1Api, namespace: str, proxy: FaultProxy, manifest:
 
 
 @dataclass
-class OutageRun:
-    """A job that lived through an outage: its result and the requests while the API was away."""
+class Disrupted:
+    """A job driven through a disruption: its outcome, when the trouble was, and how long recovery took."""
 
     outcome: str
     result: dict[str, Any]
-    outage_seconds: float
-    proxy_requests: int
+    begin: float
+    end: float
     client_requests: int
+    recovery_seconds: float
+
+    @property
+    def seconds(self) -> float:
+        return round(self.end - self.begin, 1)
+
+
+def run_disrupted(core: client.CoreV1Api, namespace: str, kubeconfig: str, manifest: dict[str, Any],
+                  disrupt: Callable[[], object], *, once_pods_exist: bool = True,
+                  timeout: float = 180.0) -> Disrupted:
+    """Drive the job; once its pods exist (or at once), run the blocking `disrupt()`; then let the job finish."""
+    kind, name = manifest["kind"], manifest["metadata"]["name"]
+    engine = Engine(kubeconfig, namespace, core)
+    submission = engine.submit(manifest)
+
+    async def body(kube: KubeClient) -> Disrupted:
+        loop = asyncio.create_task(run_reconcile_loop(kube, driver_for(kind), namespace, submission.name,
+                                                      submission.uid, resync=5.0))
+        if once_pods_exist:
+            await _until(lambda: len(_pods(core, namespace, kind, name)) == 3, loop)
+        sent, begin = kube.requests_sent, time.monotonic()
+        await asyncio.to_thread(disrupt)
+        end = time.monotonic()
+        client_requests = kube.requests_sent - sent
+        outcome = await asyncio.wait_for(loop, timeout)
+        return Disrupted(outcome.reason, {}, begin, end, client_requests, round(time.monotonic() - end, 1))
+
+    run = engine.run_async(body)
+    run.result = job_result(core, namespace, kind, name, engine.status(kind, name))
+    return run
+
+
+@dataclass
+class OutageRun:
+    """A job that lived through an outage, and the requests the proxy saw while the API was away."""
+
+    job: Disrupted
+    proxy_requests: int
     mean_rps: float
     peak_rps: int
     halves: tuple[int, int]
-    recovery_seconds: float
-    paths: dict[str, int] = field(default_factory=dict)
+    paths: dict[str, int]
 
 
 def run_through_outage(core: client.CoreV1Api, namespace: str, proxy: FaultProxy, manifest: dict[str, Any],
-                       seconds: float, mode: str = "reset", *, rules: Sequence[FaultRule] = (),
-                       timeout: float = 180.0) -> OutageRun:
+                       seconds: float, mode: str = "reset", *, rules: Sequence[FaultRule] = ()) -> OutageRun:
     """Drive the job through `seconds` of trouble, then let it finish.
 
     Without `rules` the whole API goes away (`mode`: reset or 503) once the job's pods exist;
     with `rules`, those faults apply from the start for `seconds` instead.
     """
-    kind, name = manifest["kind"], manifest["metadata"]["name"]
-    engine = Engine(str(proxy.kubeconfig), namespace, core)
-    submission = engine.submit(manifest)
-
-    async def body(kube: KubeClient) -> OutageRun:
-        loop = asyncio.create_task(run_reconcile_loop(kube, driver_for(kind), namespace, submission.name,
-                                                      submission.uid, resync=5.0))
+    def disrupt() -> None:
         if rules:
             proxy.add_rules(*rules)
         else:
-            await _until(lambda: len(_pods(core, namespace, kind, name)) == 3, loop)
             proxy.begin_outage(mode)
-        sent, begin = kube.requests_sent, time.monotonic()
-        await asyncio.sleep(seconds)
+        time.sleep(seconds)
         proxy.end_outage()
         proxy.clear_rules()
-        end = time.monotonic()
-        client_requests = kube.requests_sent - sent
-        outcome = await asyncio.wait_for(loop, timeout)
-        mean, peak = proxy.log.rate(begin, end)
-        during = proxy.log.between(begin, end)
-        middle = begin + (end - begin) / 2
-        return OutageRun(outcome.reason, {}, round(end - begin, 1), len(during), client_requests, round(mean, 2),
-                         peak, (sum(r.at < middle for r in during), sum(r.at >= middle for r in during)),
-                         round(time.monotonic() - end, 1),
-                         dict(Counter(f"{'WATCH' if r.watch else r.method} {r.path}" for r in during)))
 
-    run = engine.run_async(body)
-    run.result = job_result(core, namespace, kind, name, engine.status(kind, name))
-    return run
+    run = run_disrupted(core, namespace, str(proxy.kubeconfig), manifest, disrupt, once_pods_exist=not rules)
+    mean, peak = proxy.log.rate(run.begin, run.end)
+    during = proxy.log.between(run.begin, run.end)
+    middle = run.begin + (run.end - run.begin) / 2
+    return OutageRun(run, len(during), round(mean, 2), peak,
+                     (sum(r.at < middle for r in during), sum(r.at >= middle for r in during)),
+                     dict(Counter(f"{'WATCH' if r.watch else r.method} {r.path}" for r in during)))
 
 
 def _pods(core: client.CoreV1Api, namespace: str, kind: str, name: str) -> list[Any]:

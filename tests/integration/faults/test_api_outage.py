@@ -33,10 +33,10 @@ def test_an_outage_mid_job_keeps_requests_bounded_and_the_job_completes(
         run = run_through_outage(core_api, namespace, proxy, bcj_manifest("outage", namespace, after="3s"),
                                  OUTAGE_SECONDS, mode)
 
-    assert run.outcome == "finished"
-    assert run.result == EXPECTED[BCJ]
+    assert run.job.outcome == "finished"
+    assert run.job.result == EXPECTED[BCJ]
     assert run.proxy_requests >= 1, "the engine did try the API during the outage"
-    assert run.client_requests / run.outage_seconds <= MAX_CLIENT_RPS, run
+    assert run.job.client_requests / run.job.seconds <= MAX_CLIENT_RPS, run
     first, second = run.halves
     assert second <= first, f"the retries slow down as the outage goes on: {run}"
 
@@ -49,8 +49,8 @@ def test_writes_failing_longer_than_the_client_retries_do_not_end_the_job(
     with FaultProxy(kubeconfig, tmp_path) as proxy:
         run = run_through_outage(core_api, namespace, proxy, bcj_manifest("writes", namespace), 30.0, rules=writes)
 
-    assert run.outcome == "finished"
-    assert run.result == EXPECTED[BCJ]
+    assert run.job.outcome == "finished"
+    assert run.job.result == EXPECTED[BCJ]
     assert proxy.log.injected()[RESET] >= 12, "both the pod create and the status write ran out of client retries"
 
 
@@ -65,7 +65,7 @@ def test_a_watch_that_keeps_ending_at_once_is_reopened_with_backoff(
         run = run_through_outage(core_api, namespace, proxy, bcj_manifest("rewatch", namespace), 10.0,
                                  rules=[FaultRule(fault, "GET", pods, times=0)])
 
-    assert run.outcome == "finished"
-    assert run.result == EXPECTED[BCJ]
+    assert run.job.outcome == "finished"
+    assert run.job.result == EXPECTED[BCJ]
     watches = run.paths.get(f"WATCH /api/v1/namespaces/{namespace}/pods", 0)
     assert 3 <= watches <= 8, f"backoff 0.5, 1, 2, 4 s... allows about 5 re-watches in 10 s, not {watches}: {run}"
