@@ -38,12 +38,16 @@ def bcj_manifest(name: str, pool: str, after: str = "2s") -> dict[str, Any]:
                  "containers": [{"name": "c", "image": "busybox"}]}}}}
 
 
-def tf_manifest(name: str, after: str = "2s") -> dict[str, Any]:
-    """A TFJob with one chief and two workers that run `after`, then succeed."""
+def tf_manifest(name: str, pool: str, after: str = "2s") -> dict[str, Any]:
+    """A TFJob with one chief and two workers on the `pool=<pool>` nodes that run `after`, then succeed.
+
+    Pinned to the test's own nodes: other tests delete theirs, and a pod on a deleted node never finishes.
+    """
     def replica(count: int) -> dict[str, Any]:
         return {"replicas": count, "restartPolicy": "Never", "template": {
             "metadata": {"annotations": {f"{SIM}/result": "Succeeded", f"{SIM}/after": after}},
-            "spec": {"containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.15.0"}]}}}
+            "spec": {"nodeSelector": {"pool": pool},
+                     "containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.15.0"}]}}}
 
     return {"apiVersion": "kubeflow.org/v1", "kind": TF, "metadata": {"name": name},
             "spec": {"runPolicy": {"cleanPodPolicy": "None"},
@@ -58,9 +62,9 @@ EXPECTED: dict[str, dict[str, Any]] = {
 }
 
 
-def manifest_for(kind: str, namespace: str, name: str = "faulty") -> dict[str, Any]:
-    """The job every fault case runs: 3 nodes' worth of BroadcastJob, or a 1 chief + 2 workers TFJob."""
-    return bcj_manifest(name, namespace) if kind == BCJ else tf_manifest(name)
+def manifest_for(kind: str, pool: str, name: str = "faulty") -> dict[str, Any]:
+    """The job every fault case runs: a BroadcastJob on the 3 `pool` nodes, or a 1 chief + 2 workers TFJob."""
+    return bcj_manifest(name, pool) if kind == BCJ else tf_manifest(name, pool)
 
 
 def job_result(core: client.CoreV1Api, namespace: str, kind: str, name: str, status: dict[str, Any]) -> dict[str, Any]:
@@ -110,14 +114,19 @@ def run_job(core: client.CoreV1Api, namespace: str, proxy: FaultProxy, manifest:
 
 @dataclass
 class Disrupted:
-    """A job driven through a disruption: its outcome, when the trouble was, and how long recovery took."""
+    """A job driven through a disruption: its outcome, when the trouble was, and when the job finished."""
 
     outcome: str
     result: dict[str, Any]
     begin: float
     end: float
+    finished: float
     client_requests: int
-    recovery_seconds: float
+
+    @property
+    def recovery_seconds(self) -> float:
+        """From the end of the trouble to the end of the job (0 when the job finished first)."""
+        return round(max(0.0, self.finished - self.end), 1)
 
     @property
     def seconds(self) -> float:
@@ -142,7 +151,7 @@ def run_disrupted(core: client.CoreV1Api, namespace: str, kubeconfig: str, manif
         end = time.monotonic()
         client_requests = kube.requests_sent - sent
         outcome = await asyncio.wait_for(loop, timeout)
-        return Disrupted(outcome.reason, {}, begin, end, client_requests, round(time.monotonic() - end, 1))
+        return Disrupted(outcome.reason, {}, begin, end, time.monotonic(), client_requests)
 
     run = engine.run_async(body)
     run.result = job_result(core, namespace, kind, name, engine.status(kind, name))

@@ -49,5 +49,6 @@ def test_a_job_completes_when_kube_apiserver_is_killed_and_restarted_mid_job(
     assert restarted is not None and restarted.pids["kube-apiserver"] != pid_before, "a new apiserver process"
     assert restarted.server == info.server, "on the same port"
     assert gone and gone[0] >= DOWN_SECONDS
+    assert run.finished - run.begin >= DOWN_SECONDS, "the job was still running when the apiserver died"
     assert run.outcome == "finished"
     assert run.result == EXPECTED[BCJ]

@@ -12,16 +12,15 @@ from kubernetes import client
 from devcluster.fault_proxy import FaultProxy
 from devcluster.fault_rules import STATUS
 from tests.integration.faults.fault_cases import CASES, FaultCase
-from tests.integration.faults.fault_harness import BCJ, EXPECTED, manifest_for, run_job
+from tests.integration.faults.fault_harness import BCJ, EXPECTED, TF, manifest_for, run_job
 
 pytestmark = pytest.mark.cluster
 
 
-@pytest.mark.parametrize("kind", [BCJ, "TFJob"])
+@pytest.mark.parametrize("kind", [BCJ, TF])
 def test_without_faults_the_job_has_the_expected_result(kind: str, kubeconfig: str, core_api: client.CoreV1Api,
                                                         namespace: str, node_factory: Any, tmp_path: Path) -> None:
-    if kind == BCJ:
-        node_factory(3, labels={"pool": namespace})
+    node_factory(3, labels={"pool": namespace})
     with FaultProxy(kubeconfig, tmp_path) as proxy:
         run = run_job(core_api, namespace, proxy, manifest_for(kind, namespace))
 
@@ -34,8 +33,7 @@ def test_without_faults_the_job_has_the_expected_result(kind: str, kubeconfig: s
 def test_the_job_completes_with_the_same_result_under_faults(case: FaultCase, kubeconfig: str,
                                                              core_api: client.CoreV1Api, namespace: str,
                                                              node_factory: Any, tmp_path: Path) -> None:
-    if case.kind == BCJ:
-        node_factory(3, labels={"pool": namespace})
+    node_factory(3, labels={"pool": namespace})
     rules = case.rules(namespace)
     with FaultProxy(kubeconfig, tmp_path, rules, seed=case.seed) as proxy:
         run = run_job(core_api, namespace, proxy, manifest_for(case.kind, namespace))
