@@ -42,6 +42,7 @@ class Informer(Generic[T]):
         self._keys_index: dict[str, str] = {}
         self._subscribers: dict[str, set[asyncio.Event]] = {}
         self.synced = asyncio.Event()
+        self.listed = False
         self.error: ClusterApiError | None = None
         self._task: asyncio.Task[None] | None = None
         self.events_seen = 0
@@ -59,8 +60,10 @@ class Informer(Generic[T]):
         self._subscribers.get(index_value, set()).discard(event)
 
     async def wait_synced(self, timeout: float = 120.0) -> None:
+        """Until the first LIST worked (or failed: then raise). A later watch error leaves the cache usable,
+        even an empty one: an empty collection is a fine answer."""
         await asyncio.wait_for(self.synced.wait(), timeout)
-        if self.error is not None and not self.values:
+        if self.error is not None and not self.listed:
             raise self.error
 
     # ---- writing -------------------------------------------------------------------------
@@ -135,6 +138,7 @@ class Informer(Generic[T]):
             watched_from = self.events_seen
             try:
                 version = await self._relist()
+                self.listed = True
                 self.error = None
                 self.synced.set()
                 deadline = loop.time() + RELIST_SECONDS

@@ -67,8 +67,11 @@ CASES: tuple[FaultCase, ...] = (
     FaultCase("watch-cut-mid-event", BCJ, lambda ns: [
         FaultRule(WATCH_CUT, "GET", _api(ns, "pods"), after_events=1, times=3),
         FaultRule(WATCH_CUT, "GET", _api(ns, "configmaps"), after_events=1, times=2)], (WATCH_CUT,)),
+    # The record list is slowed so that the (empty) pod cache has already seen its watch throttled
+    # when the loop waits for it: synced once, it must not count as never synced.
     FaultCase("429-retry-after-on-watch", BCJ, lambda ns: [
-        FaultRule(STATUS, "GET", _api(ns, "pods"), watch=True, status=429, retry_after=2, times=1)], (STATUS,)),
+        FaultRule(STATUS, "GET", _api(ns, "pods"), watch=True, status=429, retry_after=2, times=1),
+        FaultRule(DELAY, "GET", _api(ns, "configmaps"), watch=False, delay=1.0, times=1)], (STATUS, DELAY)),
     FaultCase("tfjob-429-services-503-pods", TF, lambda ns: [
         FaultRule(STATUS, "POST", _api(ns, "services"), status=429, retry_after=1, times=1),
         FaultRule(STATUS, "POST", _api(ns, "pods"), status=503, times=2)], (STATUS,)),
