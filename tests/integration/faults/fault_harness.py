@@ -105,7 +105,11 @@ def run_job(core: client.CoreV1Api, namespace: str, proxy: FaultProxy, manifest:
     kind, name = manifest["kind"], manifest["metadata"]["name"]
     engine = Engine(str(proxy.kubeconfig), namespace, core)
     started = time.monotonic()
-    outcome = engine.drive(engine.submit(manifest), kind, timeout=timeout)
+    try:
+        outcome = engine.drive(engine.submit(manifest), kind, timeout=timeout)
+    except TimeoutError:
+        raise AssertionError(f"{kind} {name} not done in {timeout} s; {_diagnosis(core, namespace, kind, name, proxy)}"
+                             ) from None
     seconds = time.monotonic() - started
     status = engine.status(kind, name)
     return JobRun(kind, outcome.reason, round(seconds, 2), job_result(core, namespace, kind, name, status),
@@ -193,6 +197,14 @@ def run_through_outage(core: client.CoreV1Api, namespace: str, proxy: FaultProxy
     return OutageRun(run, len(during), round(mean, 2), peak,
                      (sum(r.at < middle for r in during), sum(r.at >= middle for r in during)),
                      dict(Counter(f"{'WATCH' if r.watch else r.method} {r.path}" for r in during)))
+
+
+def _diagnosis(core: client.CoreV1Api, namespace: str, kind: str, name: str, proxy: FaultProxy) -> str:
+    """What a stuck job looked like: its status, its pods, and the last requests through the proxy."""
+    status = Engine(str(proxy.kubeconfig), namespace, core).status(kind, name)
+    pods = [(p.metadata.name, p.spec.node_name, p.status.phase) for p in _pods(core, namespace, kind, name)]
+    last = [(round(r.at, 1), r.method, r.path, r.watch, r.fault, r.status) for r in proxy.log.snapshot()[-15:]]
+    return f"status {status}; pods {pods}; injected {dict(proxy.log.injected())}; last requests {last}"
 
 
 def _pods(core: client.CoreV1Api, namespace: str, kind: str, name: str) -> list[Any]:
