@@ -300,6 +300,27 @@ class ControlPlane:
             f"--server-address=127.0.0.1:{info.ports['kwok']}", "--node-lease-duration-seconds=40",
         ]
 
+    def restart_apiserver(self, down_seconds: float = 0.0, timeout: float = 60.0) -> float:
+        """Kill kube-apiserver by PID (SIGKILL, as a crash), wait `down_seconds`, start it again with the
+        same port, flags and certificates; returns the seconds the API was gone. For a private cluster only:
+        every client of the cluster loses the API meanwhile."""
+        info = self.info()
+        name = "kube-apiserver"
+        if info is None or name not in info.pids:
+            raise ClusterStartError(f"no running cluster in {self.dir} whose kube-apiserver could be restarted")
+        pid, binary = info.pids[name], info.binaries[name]
+        t0 = time.monotonic()
+        if _pid_alive(pid, binary):
+            _signal(pid, signal.SIGKILL)
+        if name in self._procs:
+            self._procs[name].wait(10)  # reap our child
+        while _pid_alive(pid, binary) and time.monotonic() - t0 < 10:
+            time.sleep(0.05)
+        time.sleep(down_seconds)
+        self._launch(info, name, self._apiserver_args(info, self.dir / "pki"))
+        self._wait(info, name, time.monotonic() + timeout, lambda: self._apiserver_ready(info, 1.0))
+        return time.monotonic() - t0
+
     # ---- stop -------------------------------------------------------------------------
     def stop(self) -> bool:
         """Stop every process this state directory started, by PID. True if any was running."""

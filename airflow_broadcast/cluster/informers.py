@@ -15,13 +15,14 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Generic, TypeVar
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError, Gone
-from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
+from airflow_broadcast.cluster.kube_client import Backoff, JsonDict, KubeClient
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 ANY_KEY = "*"
 RELIST_SECONDS = 300.0
+HEALTHY_WATCH_SECONDS = 5.0
 
 
 @dataclass(eq=False)
@@ -49,6 +50,7 @@ class Informer(Generic[T]):
     _index: dict[str, set[str]] = field(default_factory=dict, init=False)
     _keys_index: dict[str, str] = field(default_factory=dict, init=False)
     _subscribers: dict[str, set[asyncio.Event]] = field(default_factory=dict, init=False)
+    listed: bool = field(default=False, init=False)
     _task: asyncio.Task[None] | None = field(default=None, init=False)
 
     # ---- reading -------------------------------------------------------------------------
@@ -64,8 +66,10 @@ class Informer(Generic[T]):
         self._subscribers.get(index_value, set()).discard(event)
 
     async def wait_synced(self, timeout: float = 120.0) -> None:
+        """Until the first LIST worked (or failed: then raise). A later watch error leaves the cache usable,
+        even an empty one: an empty collection is a fine answer."""
         await asyncio.wait_for(self.synced.wait(), timeout)
-        if self.error is not None and not self.values:
+        if self.error is not None and not self.listed:
             raise self.error
 
     # ---- writing -------------------------------------------------------------------------
@@ -138,24 +142,41 @@ class Informer(Generic[T]):
         return version
 
     async def _run(self) -> None:
-        backoff = 0.5
+        """Relist, then watch until the next periodic relist; back off while the API keeps failing.
+
+        A relist that works proves little (the watch may fail at once, again and again), so the
+        backoff only resets after a healthy watch: one that delivered events or stayed open.
+        An expired watch (410) relists at once the first time; a Retry-After is honoured.
+        """
+        backoff = Backoff(0.5, 30.0)
+        loop = asyncio.get_running_loop()
         while True:
+            watched_from = self.events_seen
             try:
                 version = await self._relist()
+                self.listed = True
                 self.error = None
                 self.synced.set()
-                backoff = 0.5
-                deadline = asyncio.get_running_loop().time() + RELIST_SECONDS
-                while asyncio.get_running_loop().time() < deadline:
+                deadline = loop.time() + RELIST_SECONDS
+                while loop.time() < deadline:
+                    started, watched_from = loop.time(), self.events_seen
                     version = await self._watch_once(version)
-            except Gone:
-                continue
+                    if self.events_seen == watched_from and loop.time() - started < HEALTHY_WATCH_SECONDS:
+                        await asyncio.sleep(backoff.next())  # it ended at once, without an event: no tight loop
+                    else:
+                        backoff.reset()
             except ClusterApiError as exc:
-                self.error = exc
-                self.synced.set()
-                log.warning("watch of %s failed (%s); relisting in %.1f s", self.path, exc, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(30.0, backoff * 2)
+                if self.events_seen > watched_from:
+                    backoff.reset()  # the watch worked for a while before it failed
+                if isinstance(exc, Gone):
+                    delay = backoff.next(first=0.0)
+                    log.info("watch of %s expired (410); relisting in %.1f s", self.path, delay)
+                else:
+                    self.error = exc
+                    self.synced.set()
+                    delay = backoff.next(exc.retry_after)
+                    log.warning("watch of %s failed (%s); relisting in %.1f s", self.path, exc, delay)
+                await asyncio.sleep(delay)
 
     async def _watch_once(self, version: str) -> str:
         query = self._query()

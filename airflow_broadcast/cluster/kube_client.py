@@ -25,7 +25,7 @@ from airflow_broadcast.cluster.api_errors import (
 )
 from airflow_broadcast.specs.api_types import JsonDict
 
-__all__ = ["JsonDict", "KubeClient", "RateLimiter"]  # JsonDict: the cluster layer imports it from here
+__all__ = ["Backoff", "JsonDict", "KubeClient", "RateLimiter"]  # JsonDict: the cluster layer imports it from here
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,26 @@ class RateLimiter:
                 self._tokens = 0.0
             else:
                 self._tokens -= 1
+
+
+class Backoff:
+    """Doubling delays between `low` and `high` seconds with jitter (so many retriers do not move in step)."""
+
+    def __init__(self, low: float = 0.5, high: float = 30.0) -> None:
+        self.low = low
+        self.high = high
+        self._failures = 0
+
+    def reset(self) -> None:
+        self._failures = 0
+
+    def next(self, at_least: float | None = None, *, first: float | None = None) -> float:
+        """The delay before the next attempt; `first` replaces the first one, a Retry-After is a floor."""
+        self._failures += 1
+        if self._failures == 1 and first is not None:
+            return first
+        delay: float = min(self.high, self.low * 2.0 ** (self._failures - 1)) * (1 + random.random() * 0.2)
+        return max(delay, at_least or 0.0)
 
 
 async def _parse_json(raw: bytes) -> Any:

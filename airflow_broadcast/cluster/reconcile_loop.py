@@ -27,7 +27,7 @@ from airflow_broadcast.cluster.job_records import (
     records_path,
 )
 from airflow_broadcast.cluster.job_warnings import JobWarning, JobWarnings, events_informer
-from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
+from airflow_broadcast.cluster.kube_client import Backoff, JsonDict, KubeClient
 from airflow_broadcast.cluster.plan_executor import ChildEventStyle, PlanExecutor
 from airflow_broadcast.reconcilers.kind import JobKind
 from airflow_broadcast.reconcilers.observed import JobRecord
@@ -132,6 +132,7 @@ async def run_reconcile_loop(
         subscriptions.append((watched.pod_groups, uid))
     for informer, key in subscriptions:
         informer.subscribe(key, wake)
+    failures = Backoff(1.0, 30.0)
     executor = PlanExecutor(client, namespace, uid, pods=watched.children, services=watched.services,
                             style=driver.style, kind=driver.kind.name, pod_groups=watched.pod_groups)
     trouble: JobWarnings | None = None
@@ -164,7 +165,18 @@ async def run_reconcile_loop(
             failure = _permanent_watch_error(records, watched)
             if failure is not None:
                 return LoopOutcome(LoopReason.ERROR, record, failure.describe())
-            applied = await executor.apply(plan, raw, EventRecorder(client, raw))
+            try:
+                applied = await executor.apply(plan, raw, EventRecorder(client, raw))
+            except ClusterApiError as exc:
+                if not exc.retryable:
+                    raise
+                if deadline is not None and time.time() >= deadline:
+                    return LoopOutcome(LoopReason.TIMEOUT, record, "the task's execution deadline passed")
+                delay = failures.next(exc.retry_after)  # the API is down or throttling: the next pass retries
+                log.warning("pass on %s/%s failed (%s); retrying in %.1f s", namespace, record_name, exc, delay)
+                await asyncio.sleep(delay)
+                continue
+            failures.reset()
             if applied.conflict:
                 if not await _refresh_record(client, records, namespace, record_name):
                     await _wait(wake, 1.0)
