@@ -12,6 +12,7 @@ from airflow_broadcast.cluster.kinds.registry import JobOptions, kind_for
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.hooks.kubernetes import connection_namespace
+from airflow_broadcast.operators.janitor_check import ttl_janitor_warnings
 from airflow_broadcast.operators.job_runtime import (
     conclude,
     defer_timeout,
@@ -118,7 +119,7 @@ class KubernetesJobOperator(BaseOperator):
 
         hook = BroadcastKubernetesHook(self.kubernetes_conn_id, cluster_context=self.cluster_context)
         client = await hook.kube_client()
-        for warning in await self.before_submit(client, job):
+        for warning in await self.before_submit(client, job) + await ttl_janitor_warnings(client, job):
             self.log.warning("%s", warning)
         return await submit_job(client, self.job_kind(), job.name, job.namespace, job.manifest, submitter=submitter,
                                 reattach=self.reattach)
