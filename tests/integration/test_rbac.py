@@ -153,6 +153,7 @@ def test_documented_roles_grant_exactly_the_documented_verbs() -> None:
         ("", "pods/log", "get"),
         *{("", "services", v) for v in ("get", "list", "watch", "create", "delete")},
         ("", "events", "create"), ("", "events", "patch"),
+        *{("coordination.k8s.io", "leases", v) for v in ("get", "create", "patch")},
     }
     assert rules_of(rbac_document("clusterrole.yaml", "ClusterRole")) == {
         ("", "nodes", "get"), ("", "nodes", "list"), ("", "nodes", "watch")}
