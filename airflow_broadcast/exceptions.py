@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from airflow_broadcast.specs.field_errors import InvalidSpecError
 
-__all__ = ["InvalidSpecError", "JobConflictError", "JobFailedError", "JobTimeoutError", "PodGroupApiError",
-           "QueueCheckError"]
+__all__ = ["InvalidSpecError", "JobConflictError", "JobFailedError", "JobStartupTimeoutError", "JobTimeoutError",
+           "PodGroupApiError", "QueueCheckError"]
 
 
 class JobFailedError(RuntimeError):
@@ -19,6 +19,10 @@ class JobFailedError(RuntimeError):
 
 class JobTimeoutError(RuntimeError):
     """The task's execution deadline passed while the job was still running."""
+
+
+class JobStartupTimeoutError(JobTimeoutError):
+    """A pod of the job stayed Pending (unscheduled, or its containers not started) past `startup_timeout_seconds`."""
 
 
 class JobConflictError(RuntimeError):

@@ -50,7 +50,7 @@ def _pool(kubeconfig: str, core: client.CoreV1Api, size: int, label: str) -> flo
 
 def _airflow(kubeconfig: str) -> AirflowEnv:
     env = AirflowEnv.create(REPO_ROOT / ".airflow-bench", REPO_ROOT / "benchmarks" / "dags", kubeconfig, fresh=False)
-    env.env["AIRFLOW_BROADCAST_MEASURE_LOOP_LAG"] = "1"
+    env.env["AIRFLOW__AIRFLOW_BROADCAST__MEASURE_LOOP_LAG"] = "True"
     return env
 
 

@@ -1,21 +1,23 @@
 """The TTL janitor's heartbeat: one `coordination.k8s.io/v1` Lease per namespace it watches.
 
-The janitor renews the Lease `airflow-broadcast-ttl-janitor` every few seconds, naming itself as the
-holder. A task on a worker, which cannot see Airflow's database, reads it at submission to tell whether
-expired records of that namespace will be cleaned up; people see it with `kubectl get lease`. It is a
-heartbeat, not a lock: deleting an expired record is idempotent, so two janitors may both renew it.
+The janitor renews the Lease `airflow-broadcast-ttl-janitor` every few seconds (RBAC: `get`, `create`,
+`update`), naming itself as the holder. A task on a worker, which cannot see Airflow's database, reads it
+at submission to tell whether expired records of that namespace will be cleaned up; people see it with
+`kubectl get lease`. It is a heartbeat, not a lock: deleting an expired record is idempotent, so two
+janitors may both renew it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from airflow_broadcast.cluster.api_errors import AlreadyExists, ClusterApiError, NotFound
+from airflow_broadcast.cluster.api_errors import AlreadyExists, ClusterApiError, Conflict, NotFound
 from airflow_broadcast.cluster.job_records import MANAGED_BY, MANAGED_BY_LABEL
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.specs.timestamps import from_rfc3339
@@ -66,40 +68,49 @@ async def read_lease(client: KubeClient, namespace: str) -> LeaseState | None:
                       duration=float(spec.get("leaseDurationSeconds") or LEASE_SECONDS))
 
 
-async def renew_lease(client: KubeClient, namespace: str, holder: str, now: float, *, first: bool = False) -> None:
-    """Renew (or create) the lease as `holder`; `first` also stamps acquireTime, as a new holder does."""
-    spec: JsonDict = {"holderIdentity": holder, "leaseDurationSeconds": LEASE_SECONDS, "renewTime": micro_time(now)}
-    if first:
+async def renew_lease(client: KubeClient, namespace: str, holder: str, now: float,
+                      current: JsonDict | None = None) -> JsonDict:
+    """Renew (or create) the lease as `holder` and return it as stored; `current`, the lease as this holder last
+    stored it, saves a read. A new holder stamps acquireTime and counts a transition, as leader election does.
+    Written with `update` (a PUT carrying the resourceVersion): a concurrent writer gets a Conflict."""
+    if current is None:
+        try:
+            current = await client.get(lease_path(namespace))
+        except NotFound:
+            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": LEASE_NAME, "namespace": namespace,
+                                 "labels": {MANAGED_BY_LABEL: MANAGED_BY}},
+                    "spec": {"holderIdentity": holder, "leaseDurationSeconds": LEASE_SECONDS,
+                             "acquireTime": micro_time(now), "renewTime": micro_time(now), "leaseTransitions": 0}}
+            return await client.create(leases_path(namespace), body)
+    lease = copy.deepcopy(current)
+    spec = lease.setdefault("spec", {})
+    if spec.get("holderIdentity") != holder:
         spec["acquireTime"] = micro_time(now)
-    try:
-        await client.merge_patch(lease_path(namespace), {"spec": spec})
-        return
-    except NotFound:
-        pass
-    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": LEASE_NAME, "namespace": namespace, "labels": {MANAGED_BY_LABEL: MANAGED_BY}},
-            "spec": {**spec, "acquireTime": micro_time(now)}}
-    try:
-        await client.create(leases_path(namespace), body)
-    except AlreadyExists:
-        await client.merge_patch(lease_path(namespace), {"spec": spec})  # another janitor created it first
+        spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
+    spec.update(holderIdentity=holder, leaseDurationSeconds=LEASE_SECONDS, renewTime=micro_time(now))
+    return await client.replace(lease_path(namespace), lease)
 
 
 async def keep_leases(client: KubeClient, namespaces: Sequence[str], holder: str,
                       every: float = RENEW_SECONDS) -> None:
-    """Renew every namespace's lease until cancelled. A failure is logged when it starts and when it ends."""
-    renewed: set[str] = set()
+    """Renew every namespace's lease until cancelled. A failure is logged when it starts and when it ends; a
+    conflict (another janitor renewed it meanwhile) just reads the lease again next time."""
+    stored: dict[str, JsonDict] = {}
     failing: dict[str, str] = {}
 
     async def renew(namespace: str, now: float) -> None:
         try:
-            await renew_lease(client, namespace, holder, now, first=namespace not in renewed)
+            stored[namespace] = await renew_lease(client, namespace, holder, now, stored.get(namespace))
+        except (Conflict, AlreadyExists):
+            stored.pop(namespace, None)
+            return
         except ClusterApiError as exc:
+            stored.pop(namespace, None)
             if failing.get(namespace) != exc.describe():
                 log.warning("TTL janitor cannot renew its lease in %s: %s", namespace, exc.describe())
             failing[namespace] = exc.describe()
             return
-        renewed.add(namespace)
         if failing.pop(namespace, None) is not None:
             log.info("TTL janitor renews its lease in %s again", namespace)
 

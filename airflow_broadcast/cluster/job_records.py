@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_broadcast.cluster.api_errors import NotFound
+from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.reconcilers import expiry
 from airflow_broadcast.reconcilers.observed import JobRecord
@@ -32,11 +33,11 @@ def record_name(kind: str, job_name: str) -> str:
 
 
 def records_path(namespace: str) -> str:
-    return f"/api/v1/namespaces/{namespace}/configmaps"
+    return api_path("v1", "configmaps", namespace=namespace)
 
 
 def record_path(namespace: str, name: str) -> str:
-    return f"{records_path(namespace)}/{name}"
+    return api_path("v1", "configmaps", namespace=namespace, name=name)
 
 
 def new_record(kind: str, job_name: str, namespace: str, manifest: Mapping[str, Any],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from typing import Any
 
+from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.reconcilers.observed import (
     ContainerExit,
     NodeInfo,
@@ -15,7 +16,7 @@ from airflow_broadcast.reconcilers.observed import (
 )
 from airflow_broadcast.specs.timestamps import from_rfc3339
 
-PRIORITY_CLASSES_PATH = "/apis/scheduling.k8s.io/v1/priorityclasses"
+PRIORITY_CLASSES_PATH = api_path("scheduling.k8s.io/v1", "priorityclasses")
 
 
 def _controller(meta: Mapping[str, Any]) -> tuple[str, str]:

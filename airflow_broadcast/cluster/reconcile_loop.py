@@ -26,11 +26,13 @@ from airflow_broadcast.cluster.job_records import (
     record_view,
     records_path,
 )
+from airflow_broadcast.cluster.job_warnings import JobWarning, JobWarnings, events_informer
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.cluster.plan_executor import ChildEventStyle, PlanExecutor
 from airflow_broadcast.reconcilers.kind import JobKind
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.reconcilers.plan import Plan, earliest
+from airflow_broadcast.reconcilers.startup import check_startup
 
 log = logging.getLogger(__name__)
 RESYNC_SECONDS = 30.0
@@ -74,6 +76,7 @@ class LoopReason(StrEnum):
     PENDING = "pending"
     GONE = "gone"
     TIMEOUT = "timeout"
+    STARTUP_TIMEOUT = "startup_timeout"
     INVALID = "invalid"
     ERROR = "error"
 
@@ -100,8 +103,15 @@ async def run_reconcile_loop(
     client: KubeClient, driver: JobDriver[ObservedT], namespace: str, record_name: str, uid: str, *,
     deadline: float | None = None, resync: float = RESYNC_SECONDS,
     progress: Callable[[JobRecord], None] | None = None, single_pass: bool = False,
+    startup_timeout: float | None = None, warnings: Callable[[JobWarning], None] | None = None,
+    thread_threshold: int = THREAD_THRESHOLD,
 ) -> LoopOutcome:
-    """Drive one job until it finishes (or settles), disappears, or `deadline` (epoch) passes."""
+    """Drive one job until it finishes (or settles), disappears, or `deadline` (epoch) passes.
+
+    `startup_timeout` (seconds) ends it when a pod has been Pending that long; `warnings`
+    receives the job's Warning events and warning pod statuses as they appear. A pass over
+    more than `thread_threshold` children and nodes runs in a worker thread.
+    """
     records = record_informer(client, namespace)
     watched = driver.watch(client, namespace)
     for informer in (records, watched.children, watched.services, watched.nodes):
@@ -123,6 +133,8 @@ async def run_reconcile_loop(
         informer.subscribe(key, wake)
     executor = PlanExecutor(client, namespace, uid, pods=watched.children, services=watched.services,
                             style=driver.style, kind=driver.kind.name, pod_groups=watched.pod_groups)
+    trouble: JobWarnings | None = None
+    feed: asyncio.Task[None] | None = None
     try:
         while True:
             raw = records.values.get(record_name)
@@ -133,10 +145,15 @@ async def run_reconcile_loop(
             if not job_name:
                 job_name = record.job_name
                 records.subscribe(job_name, wake)
+                if warnings is not None or startup_timeout:
+                    trouble = JobWarnings(watched.children, events_informer(client, namespace), uid,
+                                          f"{driver.kind.name} {namespace}/{job_name}")
+                if warnings is not None and trouble is not None and not single_pass:
+                    feed = asyncio.get_running_loop().create_task(trouble.feed(warnings))
             wake.clear()
             started = time.monotonic()
             try:
-                plan = await _reconcile(driver, record, watched)
+                plan = await _reconcile(driver, record, watched, thread_threshold)
             except ValueError as exc:  # the record's manifest no longer validates (edited by hand)
                 return LoopOutcome(LoopReason.INVALID, record, str(exc))
             failure = _permanent_watch_error(records, watched)
@@ -156,12 +173,16 @@ async def run_reconcile_loop(
                 return LoopOutcome(LoopReason.FINISHED, record)
             if driver.kind.settled(record):
                 return LoopOutcome(LoopReason.SETTLED, record)
+            now = time.time()
+            startup = check_startup(watched.children.items(uid), now, startup_timeout)
+            if startup.stall is not None and trouble is not None and startup_timeout:
+                return LoopOutcome(LoopReason.STARTUP_TIMEOUT, record, trouble.explain(startup.stall, startup_timeout))
             if single_pass:
                 return LoopOutcome(LoopReason.PENDING, record)
-            now = time.time()
             if deadline is not None and now >= deadline:
                 return LoopOutcome(LoopReason.TIMEOUT, record, "the task's execution deadline passed")
-            timeout = earliest(plan.requeue_after, resync, None if deadline is None else deadline - now)
+            timeout = earliest(plan.requeue_after, resync, None if deadline is None else deadline - now,
+                               None if startup.next_check is None else startup.next_check - now)
             if applied.create_errors:
                 timeout = earliest(timeout, 2.0)  # R7: failed batches retry soon
             await _wait(wake, timeout)
@@ -169,11 +190,23 @@ async def run_reconcile_loop(
             if spent < MIN_PASS_INTERVAL:
                 await asyncio.sleep(MIN_PASS_INTERVAL - spent)  # coalesce bursts of watch events
     finally:
+        if feed is not None:
+            feed.cancel()
+            await asyncio.gather(feed, return_exceptions=True)
+        await _report_rest(trouble, warnings, single_pass)
         await flush_events()
         for informer, key in subscriptions:
             informer.unsubscribe(key, wake)
         if job_name:
             records.unsubscribe(job_name, wake)
+
+
+async def _report_rest(trouble: JobWarnings | None, warnings: Callable[[JobWarning], None] | None,
+                       single_pass: bool) -> None:
+    """The warnings not reported yet: a poke's single pass (no feed runs), or what came after the feed's last look."""
+    if trouble is not None and warnings is not None:
+        for warning in [*(await trouble.ready(10.0) if single_pass else []), *trouble.collect()]:
+            warnings(warning)
 
 
 async def _refresh_record(client: KubeClient, records: Informer[JsonDict], namespace: str, record_name: str) -> bool:
@@ -228,12 +261,13 @@ def _permanent_watch_error(*informers: Any) -> ClusterApiError | None:
     return None
 
 
-async def _reconcile(driver: JobDriver[ObservedT], record: JobRecord, watched: WatchSet) -> Plan:
+async def _reconcile(driver: JobDriver[ObservedT], record: JobRecord, watched: WatchSet,
+                     thread_threshold: int = THREAD_THRESHOLD) -> Plan:
     """Run the pure pass on a snapshot of the caches; large jobs run it in a worker thread so the loop keeps ticking."""
     observed = driver.observe(watched, record.uid)
     now = time.time()
     size = len(watched.children.items(record.uid)) + (len(watched.nodes.values) if watched.nodes else 0)
-    if size < THREAD_THRESHOLD:
+    if size < thread_threshold:
         return driver.kind.reconcile(record, observed, now)
     return await asyncio.to_thread(driver.kind.reconcile, record, observed, now)
 

@@ -25,7 +25,7 @@ from airflow_broadcast.cluster.janitor_lease import RENEW_SECONDS, keep_leases
 from airflow_broadcast.cluster.job_records import EXPIRES_AT, JOB_LABEL, KIND_LABEL, RESULT_READ
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.cluster.reconcile_loop import record_informer
-from airflow_broadcast.cluster.ttl_sweeper import deletable_at, delete_expired
+from airflow_broadcast.cluster.ttl_sweeper import UNREAD_GRACE_SECONDS, deletable_at, delete_expired
 
 log = logging.getLogger(__name__)
 RETRY_FAILED_DELETE_SECONDS = 10.0
@@ -63,7 +63,8 @@ class Cleanup:
 class ExpirySchedule:
     """Which cached records are due, and when the next one will be; one expiry parse per record version."""
 
-    def __init__(self) -> None:
+    def __init__(self, unread_grace: float = UNREAD_GRACE_SECONDS) -> None:
+        self.unread_grace = unread_grace
         self._due_at: dict[tuple[str, str], tuple[str, float | None]] = {}
         self._retry_at: dict[str, float] = {}  # uid → when a failed delete is tried again
         self._deleted: set[str] = set()  # uids deleted while the watch may still show them
@@ -94,7 +95,7 @@ class ExpirySchedule:
         version = str((raw.get("metadata") or {}).get("resourceVersion", ""))
         cached = self._due_at.get(key)
         if cached is None or cached[0] != version or not version:
-            cached = (version, deletable_at(raw))
+            cached = (version, deletable_at(raw, self.unread_grace))
             self._due_at[key] = cached
         return cached[1]
 
@@ -113,8 +114,12 @@ class ExpirySchedule:
 
 
 async def run_janitor(client: KubeClient, namespaces: Sequence[str], *, holder: str,
-                      renew_every: float = RENEW_SECONDS) -> AsyncIterator[Cleanup]:
-    """Delete expired records of `namespaces` as they become due, forever; yields each deletion."""
+                      renew_every: float = RENEW_SECONDS,
+                      unread_grace: float = UNREAD_GRACE_SECONDS) -> AsyncIterator[Cleanup]:
+    """Delete expired records of `namespaces` as they become due, forever; yields each deletion.
+
+    A record whose result no task has read goes `unread_grace` seconds after its expiry.
+    """
     informers = {namespace: record_informer(client, namespace) for namespace in namespaces}
     wake = asyncio.Event()
     for informer in informers.values():
@@ -122,7 +127,7 @@ async def run_janitor(client: KubeClient, namespaces: Sequence[str], *, holder: 
     leases = asyncio.get_running_loop().create_task(keep_leases(client, namespaces, holder, renew_every),
                                                     name="ttl janitor leases")
     leases.add_done_callback(lambda _: wake.set())
-    schedule = ExpirySchedule()
+    schedule = ExpirySchedule(unread_grace)
     try:
         for informer in informers.values():
             await informer.synced.wait()  # a failed LIST still marks it synced; the informer keeps retrying

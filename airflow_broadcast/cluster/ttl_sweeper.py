@@ -36,13 +36,13 @@ SWEEP_EVERY_SECONDS = 60.0
 _last_sweep: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, float]] = weakref.WeakKeyDictionary()
 
 
-def deletable_at(raw: Mapping[str, Any]) -> float | None:
-    """When the TTL lets the record go: its expiry once the result was read, else expiry + grace; None: never."""
+def deletable_at(raw: Mapping[str, Any], unread_grace: float = UNREAD_GRACE_SECONDS) -> float | None:
+    """When the TTL lets the record go: its expiry once the result was read, else `unread_grace` later; None: never."""
     annotations = (raw.get("metadata") or {}).get("annotations") or {}
     expires = from_rfc3339(annotations.get(EXPIRES_AT))
     if expires is None:
         return None
-    return expires if annotations.get(RESULT_READ) == "true" else expires + UNREAD_GRACE_SECONDS
+    return expires if annotations.get(RESULT_READ) == "true" else expires + unread_grace
 
 
 async def delete_expired(client: KubeClient, raw: Mapping[str, Any]) -> bool:
@@ -57,13 +57,17 @@ async def delete_expired(client: KubeClient, raw: Mapping[str, Any]) -> bool:
     return deleted
 
 
-async def sweep_expired_records(client: KubeClient, namespace: str, now: float | None = None) -> list[str]:
-    """Delete every expired record in `namespace`; returns the deleted record names."""
+async def sweep_expired_records(client: KubeClient, namespace: str, now: float | None = None, *,
+                                unread_grace: float = UNREAD_GRACE_SECONDS) -> list[str]:
+    """Delete every expired record in `namespace`; returns the deleted record names.
+
+    A record whose result no task has read is kept `unread_grace` seconds longer.
+    """
     now = time.time() if now is None else now
     deleted: list[str] = []
     async for page in client.list_pages(records_path(namespace), labelSelector=f"{MANAGED_BY_LABEL}={MANAGED_BY}"):
         for item in page.get("items") or []:
-            due = deletable_at(item)
+            due = deletable_at(item, unread_grace)
             meta = item.setdefault("metadata", {})
             meta["namespace"] = namespace
             if due is not None and due <= now and await delete_expired(client, item):
@@ -74,13 +78,14 @@ async def sweep_expired_records(client: KubeClient, namespace: str, now: float |
     return deleted
 
 
-async def sweep_in_background(client: KubeClient, namespace: str) -> None:
-    """At most one sweep per namespace a minute per process; errors are logged, never raised."""
+async def sweep_in_background(client: KubeClient, namespace: str, *, every: float = SWEEP_EVERY_SECONDS,
+                              unread_grace: float = UNREAD_GRACE_SECONDS) -> None:
+    """At most one sweep per namespace every `every` seconds per process; errors are logged, never raised."""
     seen = _last_sweep.setdefault(asyncio.get_running_loop(), {})
-    if time.monotonic() - seen.get(namespace, -1e9) < SWEEP_EVERY_SECONDS:
+    if time.monotonic() - seen.get(namespace, -1e9) < every:
         return
     seen[namespace] = time.monotonic()
     try:
-        await sweep_expired_records(client, namespace)
+        await sweep_expired_records(client, namespace, unread_grace=unread_grace)
     except ClusterApiError as exc:
         log.warning("TTL cleanup in %s skipped: %s", namespace, exc.describe())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_broadcast.operators.job_operator import KubernetesJobOperator
+from airflow_broadcast.operators.job_operator import ReconciledJobOperator
 from airflow_broadcast.reconcilers.broadcast_job.reconciler import BroadcastOptions
 
 DEFAULTS = BroadcastOptions()
@@ -15,7 +15,14 @@ def broadcast_options(assign_pods_by_scheduler: bool, kruise_compat: bool) -> Br
     return BroadcastOptions(assign_by_scheduler=assign_pods_by_scheduler, kruise_compat=kruise_compat)
 
 
-class BroadcastJobOperator(KubernetesJobOperator):
+def set_broadcast_switches(task: Any, assign_pods_by_scheduler: bool, kruise_compat: bool) -> None:
+    """Keep the switches as the task's own attributes (Airflow shows them) and as the engine's options."""
+    task.assign_pods_by_scheduler = assign_pods_by_scheduler
+    task.kruise_compat = kruise_compat
+    task.job_options = broadcast_options(assign_pods_by_scheduler, kruise_compat)
+
+
+class BroadcastJobOperator(ReconciledJobOperator):
     """One pod on every eligible node, as OpenKruise's BroadcastJob controller would run it.
 
     Returns (XCom) name, namespace, uid, phase, desired/active/succeeded/failed, start and
@@ -32,6 +39,4 @@ class BroadcastJobOperator(KubernetesJobOperator):
     def __init__(self, *, assign_pods_by_scheduler: bool = DEFAULTS.assign_by_scheduler,
                  kruise_compat: bool = DEFAULTS.kruise_compat, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.assign_pods_by_scheduler = assign_pods_by_scheduler
-        self.kruise_compat = kruise_compat
-        self.job_options = broadcast_options(assign_pods_by_scheduler, kruise_compat)
+        set_broadcast_switches(self, assign_pods_by_scheduler, kruise_compat)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_broadcast.cluster.job_submission import submit_job
 from airflow_broadcast.cluster.kinds.registry import JobOptions, kind_for
@@ -20,6 +20,8 @@ from airflow_broadcast.operators.job_runtime import (
     run_inline,
     task_key,
 )
+from airflow_broadcast.operators.manifest_source import is_manifest_path, render_manifest_file
+from airflow_broadcast.operators.task_settings import JobTaskSettings
 from airflow_broadcast.reconcilers.kind import JobIdentity, JobKind, KindName, ParsedJob, SubmittedJob, identity
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.triggers.job_reconcile import (
@@ -29,49 +31,59 @@ from airflow_broadcast.triggers.job_reconcile import (
     JobTriggerArgs,
     OnKillAction,
 )
-from airflow_broadcast.version_compat import BaseOperator
+
+if TYPE_CHECKING:
+    import jinja2
 
 
-class KubernetesJobOperator(BaseOperator):
+class ReconciledJobOperator(JobTaskSettings):
     """Base of BroadcastJobOperator and TFJobOperator; subclasses set `kind` and `job_options`.
 
-    :param manifest: the job as upstream writes it: a dict, YAML/JSON text, or a path to a
-        .yaml/.yml/.json file (found relative to the DAG folder or template_searchpath). (templated)
+    :param manifest: the job as upstream writes it: a dict, YAML/JSON text, or the path of a
+        .yaml/.yml/.json file, absolute or relative to the DAG folder or template_searchpath, whose
+        content is rendered with Jinja. The strings inside a dict are rendered too, but never read
+        as file names. (templated)
     :param namespace: overrides metadata.namespace; else the connection's namespace, else `default`. (templated)
     :param kubernetes_conn_id: an Airflow connection of the cncf `kubernetes` type. (templated)
-    :param deferrable: reconcile from the triggerer (default) instead of the worker.
+    :param deferrable: reconcile from the triggerer instead of the worker; defaults to Airflow's
+        `[operators] default_deferrable`.
     :param wait_for_completion: False submits the job and returns; a sensor then drives and waits.
     :param reattach: a retry of the same task re-attaches to its running job instead of failing.
     :param on_kill_action: `delete_active_pods` (default) or `keep` when the task is killed.
+    :param startup_timeout_seconds: fail the task when a pod of the job has been Pending (not scheduled, or
+        its containers not started) for longer, counted from the pod's creation; its active pods are then
+        deleted as on a timeout (per `on_kill_action`). 0 or None: no limit.
     """
 
     kind: ClassVar[KindName]
     job_options: JobOptions
     template_fields: Sequence[str] = ("manifest", "namespace", "kubernetes_conn_id", "cluster_context")
-    template_ext: Sequence[str] = (".yaml", ".yml", ".json")
+    template_ext: Sequence[str] = ()  # see manifest_source: only the manifest itself may name a file
     template_fields_renderers: ClassVar[dict[str, str]] = {"manifest": "yaml"}
     ui_color = "#d3e4f7"
 
-    def __init__(self, *, manifest: Mapping[str, Any] | str, namespace: str | None = None,
-                 kubernetes_conn_id: str = "kubernetes_default", cluster_context: str | None = None,
-                 deferrable: bool = True, wait_for_completion: bool = True, reattach: bool = True,
-                 on_kill_action: OnKillAction = "delete_active_pods", resync_seconds: float = 30.0,
-                 log_tail_lines: int = 50, max_logged_failures: int = 5, **kwargs: Any) -> None:
+    def __init__(self, *, manifest: Mapping[str, Any] | str, wait_for_completion: bool = True,
+                 reattach: bool = True, on_kill_action: OnKillAction = "delete_active_pods", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if on_kill_action not in ON_KILL_ACTIONS:
             raise ValueError(f"on_kill_action must be 'delete_active_pods' or 'keep', not {on_kill_action!r}")
         self.manifest = manifest
-        self.namespace = namespace
-        self.kubernetes_conn_id = kubernetes_conn_id
-        self.cluster_context = cluster_context
-        self.deferrable = deferrable
         self.wait_for_completion = wait_for_completion
         self.reattach = reattach
         self.on_kill_action = on_kill_action
-        self.resync_seconds = resync_seconds
-        self.log_tail_lines = log_tail_lines
-        self.max_logged_failures = max_logged_failures
         self._args: JobTriggerArgs | None = None
+
+    def _do_render_template_fields(self, parent: Any, template_fields: Iterable[str], context: Any,
+                                   jinja_env: jinja2.Environment, seen_oids: set[int]) -> None:
+        """Render as Airflow does, then read and render the file a rendered manifest path names.
+
+        Airflow calls this for plain and for mapped tasks alike (on the unmapped task).
+        """
+        fields = tuple(template_fields)
+        super()._do_render_template_fields(parent, fields, context, jinja_env, seen_oids)
+        if parent is self and "manifest" in fields and is_manifest_path(self.manifest):
+            self.manifest = render_manifest_file(
+                self.manifest, jinja_env, lambda text: self.render_template(text, context, jinja_env))
 
     # ---- kind-specific ---------------------------------------------------------------------
     def job_kind(self) -> JobKind[Any, Any]:
@@ -130,6 +142,7 @@ class KubernetesJobOperator(BaseOperator):
             kind=self.kind, namespace=namespace, record_name=record_name, uid=uid, options=self.job_options,
             kubernetes_conn_id=self.kubernetes_conn_id, cluster_context=self.cluster_context, deadline=deadline,
             resync_seconds=self.resync_seconds, on_kill_action=self.on_kill_action, task_key=task_key(context),
+            startup_timeout_seconds=self.startup_timeout_seconds, get_logs=self.get_logs,
         )
 
     def execute_complete(self, context: Any, event: JobEventPayload) -> JobIdentity:

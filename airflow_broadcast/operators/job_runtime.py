@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
+from airflow_broadcast.cluster.api_paths import InvalidApiPath
 from airflow_broadcast.cluster.job_control import stop_active_children
 from airflow_broadcast.cluster.job_events import record_job_deleted
 from airflow_broadcast.cluster.job_records import (
@@ -21,16 +22,22 @@ from airflow_broadcast.cluster.job_records import (
     record_view,
     write_record,
 )
-from airflow_broadcast.cluster.pod_logs import log_tails
-from airflow_broadcast.cluster.reconcile_loop import LoopReason, run_reconcile_loop
+from airflow_broadcast.cluster.pod_logs import TAIL_BYTES, log_tails
+from airflow_broadcast.cluster.reconcile_loop import LoopReason
 from airflow_broadcast.cluster.worker_loop import run_on_worker
-from airflow_broadcast.exceptions import JobFailedError, JobTimeoutError
+from airflow_broadcast.exceptions import JobFailedError, JobStartupTimeoutError, JobTimeoutError
+from airflow_broadcast.operators.task_output import shown_log_tail, shown_message, shown_result
 from airflow_broadcast.reconcilers.kind import JobIdentity, JobKind
 from airflow_broadcast.specs.timestamps import from_rfc3339
-from airflow_broadcast.triggers.job_reconcile import JobTriggerArgs, TaskKey
-from airflow_broadcast.triggers.progress import ProgressLog, TaskLog
+from airflow_broadcast.triggers.job_reconcile import JobTriggerArgs, TaskKey, drive_job
+from airflow_broadcast.triggers.progress import TaskLog
 
 DEFER_MARGIN_SECONDS = 60.0
+DEFAULT_STARTUP_TIMEOUT_SECONDS = 600.0  # long enough for an autoscaled node or a large image; see the docs
+TIMEOUTS: dict[LoopReason, tuple[type[JobTimeoutError], str]] = {
+    LoopReason.TIMEOUT: (JobTimeoutError, "Execution deadline passed"),
+    LoopReason.STARTUP_TIMEOUT: (JobStartupTimeoutError, "Start-up timeout"),
+}
 
 
 def execution_deadline(context: Mapping[str, Any], execution_timeout: Any) -> float | None:
@@ -60,11 +67,7 @@ def run_inline(args: JobTriggerArgs, log: TaskLog, *, single_pass: bool = False)
     """Drive the job from the worker (deferrable=False or poke mode), as the trigger would; (outcome, message)."""
 
     async def drive() -> tuple[LoopReason, str]:
-        client = await args.hook().kube_client()
-        driver = args.driver()
-        outcome = await run_reconcile_loop(client, driver, args.namespace, args.record_name, args.uid,
-                                           deadline=args.deadline, resync=args.resync_seconds,
-                                           progress=ProgressLog(log, driver.kind).update, single_pass=single_pass)
+        outcome = await drive_job(args, await args.hook().kube_client(), log, single_pass=single_pass)
         return outcome.reason, outcome.message
 
     return run_on_worker(drive)
@@ -74,7 +77,8 @@ def conclude(args: JobTriggerArgs, outcome: str, message: str, log: TaskLog, *,
              log_tail_lines: int = 50, max_logged_failures: int = 5) -> JobIdentity:
     """Read the final state (and failed logs), apply TTL, and return the kind's summary or raise why not.
 
-    A timeout stops the job's active pods unless `args.on_kill_action` is `keep`.
+    A timeout (the execution deadline, or a pod past the start-up timeout) stops the job's active
+    pods unless `args.on_kill_action` is `keep`.
     """
     reason = LoopReason(outcome)
 
@@ -83,33 +87,40 @@ def conclude(args: JobTriggerArgs, outcome: str, message: str, log: TaskLog, *,
         kind: JobKind[Any, JobIdentity] = args.driver().kind
         raw = await get_record(client, args.namespace, args.record_name)
         if raw is None or (raw.get("metadata") or {}).get("uid") != args.uid:
-            raise JobFailedError(f"{args.kind} record {args.namespace}/{args.record_name} disappeared "
-                                 f"before its result was read ({message or outcome})")
+            raise JobFailedError(shown_message(f"{args.kind} record {args.namespace}/{args.record_name} disappeared "
+                                               f"before its result was read ({message or outcome})"))
         record = record_view(raw)
-        if reason is LoopReason.TIMEOUT:
+        if reason in TIMEOUTS:
+            error, what = TIMEOUTS[reason]
             if args.on_kill_action == "delete_active_pods":
                 stopped = await stop_active_children(client, args.namespace, args.record_name, args.uid)
-                log.warning("Execution deadline passed: deleted %d active pod(s)", stopped)
-            raise JobTimeoutError(f"{args.kind} {args.namespace}/{record.job_name}: {message}")
+                log.warning("%s: deleted %d active pod(s)", what, stopped)
+            raise error(shown_message(f"{args.kind} {args.namespace}/{record.job_name}: {message}"))
         if reason in (LoopReason.INVALID, LoopReason.ERROR, LoopReason.GONE):
-            raise JobFailedError(f"{args.kind} {args.namespace}/{record.job_name}: {message}")
+            raise JobFailedError(shown_message(f"{args.kind} {args.namespace}/{record.job_name}: {message}"))
         summary = kind.summary(record)
         failure = kind.failure(summary)
         if failure:
             pods = kind.failed_children(summary)[:max_logged_failures]
-            tails = await log_tails(client, args.namespace, pods, container=kind.log_container(record.manifest),
-                                    lines=log_tail_lines)
+            try:
+                tails = await log_tails(client, args.namespace, pods, container=kind.log_container(record.manifest),
+                                        lines=log_tail_lines)
+            except InvalidApiPath as exc:
+                raise JobFailedError(shown_message(
+                    f"{args.kind} {args.namespace}/{record.job_name}: its record's status names a failed pod that "
+                    f"cannot exist, so no log was read; the record was edited outside the provider. {exc}")) from exc
             for pod, text in tails.items():
-                log.error("---- last %d log lines of failed pod %s ----\n%s", log_tail_lines, pod, text)
+                log.error("---- last %d log lines of failed pod %s ----\n%s", log_tail_lines, pod,
+                          shown_log_tail(text, log_tail_lines, TAIL_BYTES))
         await _apply_ttl(client, raw, record.manifest, record.status, log)
         if failure:
-            raise JobFailedError(failure)
-        return summary
+            raise JobFailedError(shown_message(failure))
+        return shown_result(summary)
 
     try:
         return run_on_worker(collect)
     except ClusterApiError as exc:
-        raise JobFailedError(exc.describe()) from exc
+        raise JobFailedError(shown_message(exc.describe())) from exc
 
 
 async def _apply_ttl(client: Any, raw: Mapping[str, Any], _manifest: Mapping[str, Any], _status: Mapping[str, Any],

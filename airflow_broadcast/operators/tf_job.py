@@ -9,7 +9,7 @@ from typing import Any
 from airflow_broadcast.cluster.kinds.registry import options_from
 from airflow_broadcast.cluster.kinds.tf_job import check_local_queue, check_pod_group_api
 from airflow_broadcast.cluster.kube_client import KubeClient
-from airflow_broadcast.operators.job_operator import KubernetesJobOperator
+from airflow_broadcast.operators.job_operator import ReconciledJobOperator
 from airflow_broadcast.reconcilers.kind import ParsedJob
 from airflow_broadcast.reconcilers.tf_job.gang_scheduling import GangScheduler, gang_scheduler
 from airflow_broadcast.reconcilers.tf_job.options import TFJobOptions
@@ -17,6 +17,7 @@ from airflow_broadcast.specs.field_errors import InvalidSpecError, invalid
 from airflow_broadcast.specs.manifest_text import parse_manifest
 from airflow_broadcast.specs.name_rules import is_valid_label_value
 from airflow_broadcast.specs.tf_job.spec import QUEUE_NAME_LABEL
+from airflow_broadcast.specs.tf_job.validation import tf_job_warnings
 
 DEFAULTS = TFJobOptions()
 COMPAT_SWITCHES = ("compat_succeeded_then_failed", "compat_recreate_succeeded", "compat_exitcode_ignores_backoff")
@@ -45,7 +46,7 @@ def with_queue_label(manifest: Mapping[str, Any], queue_name: str) -> dict[str, 
     return labelled
 
 
-class TFJobOperator(KubernetesJobOperator):
+class TFJobOperator(ReconciledJobOperator):
     """Distributed TensorFlow: PS/Worker/Chief/Master/Evaluator pods, one headless Service each, TF_CONFIG.
 
     Returns (XCom) name, namespace, uid, phase (Created, Running, Restarting, Succeeded,
@@ -62,15 +63,19 @@ class TFJobOperator(KubernetesJobOperator):
         `gang_scheduler_name` (the schedulerName its pods get).
     :param queue_name: a Kueue LocalQueue: sets the `kueue.x-k8s.io/queue-name` label on the job, after
         checking that the queue exists (a missing queue or no permission to look only warns). (templated)
+    :param get_logs: stream the `tensorflow` container's log of the chief (or master, else worker 0) into the
+        task log while the job runs, capped in rate and line length.
     """
 
     kind = "TFJob"
     job_options: TFJobOptions
-    template_fields: Sequence[str] = (*KubernetesJobOperator.template_fields, "queue_name")
+    template_fields: Sequence[str] = (*ReconciledJobOperator.template_fields, "queue_name")
 
     def __init__(self, *, cluster_domain: str = DEFAULTS.cluster_domain, compat: bool = False,
-                 tf_options: Mapping[str, Any] | None = None, queue_name: str | None = None, **kwargs: Any) -> None:
+                 tf_options: Mapping[str, Any] | None = None, queue_name: str | None = None, get_logs: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.get_logs = get_logs
         self.cluster_domain = cluster_domain
         self.compat = compat
         self.tf_options = dict(tf_options or {})
@@ -81,7 +86,10 @@ class TFJobOperator(KubernetesJobOperator):
     def parse(self, manifest: Mapping[str, Any] | str, namespace: str | None, default_namespace: str) -> ParsedJob:
         if self.queue_name:
             manifest = with_queue_label(parse_manifest(manifest, what="TFJob manifest"), self.queue_name)
-        return super().parse(manifest, namespace, default_namespace)
+        job = super().parse(manifest, namespace, default_namespace)
+        for warning in tf_job_warnings(job.manifest):
+            self.log.warning("%s", warning)
+        return job
 
     def _gang_scheduler(self) -> GangScheduler | None:
         return gang_scheduler(self.job_options.gang_scheduler, self.job_options.gang_scheduler_name)

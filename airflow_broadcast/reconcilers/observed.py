@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+RECORD_UID_LABEL = "airflow-broadcast.io/job-uid"  # on every child: the uid of the record that owns it
+
 
 @dataclass(frozen=True)
 class Taint:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_broadcast.operators.broadcast_job import DEFAULTS, broadcast_options
-from airflow_broadcast.sensors.job_sensor import KubernetesJobSensor
+from airflow_broadcast.operators.broadcast_job import DEFAULTS, set_broadcast_switches
+from airflow_broadcast.sensors.job_sensor import ReconciledJobSensor
 
 
-class BroadcastJobSensor(KubernetesJobSensor):
+class BroadcastJobSensor(ReconciledJobSensor):
     """Wait for a BroadcastJob by name; the XCom matches BroadcastJobOperator's."""
 
     kind = "BroadcastJob"
@@ -16,6 +16,4 @@ class BroadcastJobSensor(KubernetesJobSensor):
     def __init__(self, *, assign_pods_by_scheduler: bool = DEFAULTS.assign_by_scheduler,
                  kruise_compat: bool = DEFAULTS.kruise_compat, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.assign_pods_by_scheduler = assign_pods_by_scheduler
-        self.kruise_compat = kruise_compat
-        self.job_options = broadcast_options(assign_pods_by_scheduler, kruise_compat)
+        set_broadcast_switches(self, assign_pods_by_scheduler, kruise_compat)

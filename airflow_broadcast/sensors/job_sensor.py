@@ -15,12 +15,19 @@ from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.exceptions import JobFailedError
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook, connection_namespace
 from airflow_broadcast.operators.job_runtime import conclude, run_inline, task_key
+from airflow_broadcast.operators.task_settings import JobTaskSettings
 from airflow_broadcast.reconcilers.kind import JobIdentity, KindName
-from airflow_broadcast.triggers.job_reconcile import JobEventPayload, JobReconcileTrigger, JobTriggerArgs
+from airflow_broadcast.specs.field_errors import InvalidSpecError, invalid
+from airflow_broadcast.specs.name_rules import validate_dns1123_label, validate_dns1123_subdomain
+from airflow_broadcast.triggers.job_reconcile import (
+    JobEventPayload,
+    JobReconcileTrigger,
+    JobTriggerArgs,
+)
 from airflow_broadcast.version_compat import BaseSensorOperator
 
 
-class KubernetesJobSensor(BaseSensorOperator):
+class ReconciledJobSensor(JobTaskSettings, BaseSensorOperator):
     """Wait until a submitted job finishes, driving its reconciliation meanwhile.
 
     The job progresses even when only the sensor runs (for example after an operator with
@@ -29,7 +36,10 @@ class KubernetesJobSensor(BaseSensorOperator):
 
     :param job_name: metadata.name of the job. (templated)
     :param namespace: its namespace; else the connection's, else `default`. (templated)
-    :param deferrable: wait in the triggerer (default); else each poke runs one reconcile pass.
+    :param deferrable: wait in the triggerer; else each poke runs one reconcile pass. Defaults to Airflow's
+        `[operators] default_deferrable`.
+    :param startup_timeout_seconds: fail when a pod of the job has been Pending longer (as the operator's);
+        the sensor leaves the pods running. 0 or None: no limit.
     """
 
     kind: ClassVar[KindName]
@@ -37,29 +47,21 @@ class KubernetesJobSensor(BaseSensorOperator):
     template_fields: Sequence[str] = ("job_name", "namespace", "kubernetes_conn_id", "cluster_context")
     ui_color = "#e8f1fb"
 
-    def __init__(self, *, job_name: str, namespace: str | None = None,
-                 kubernetes_conn_id: str = "kubernetes_default", cluster_context: str | None = None,
-                 deferrable: bool = True, resync_seconds: float = 30.0, log_tail_lines: int = 50,
-                 max_logged_failures: int = 5, **kwargs: Any) -> None:
+    def __init__(self, *, job_name: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.job_name = job_name
-        self.namespace = namespace
-        self.kubernetes_conn_id = kubernetes_conn_id
-        self.cluster_context = cluster_context
-        self.deferrable = deferrable
-        self.resync_seconds = resync_seconds
-        self.log_tail_lines = log_tail_lines
-        self.max_logged_failures = max_logged_failures
 
     def _args(self, namespace: str, name: str, uid: str, context: Any) -> JobTriggerArgs:
         return JobTriggerArgs(
             kind=self.kind, namespace=namespace, record_name=name, uid=uid, options=self.job_options,
             kubernetes_conn_id=self.kubernetes_conn_id, cluster_context=self.cluster_context,
             resync_seconds=self.resync_seconds, on_kill_action="keep", task_key=task_key(context),
+            startup_timeout_seconds=self.startup_timeout_seconds, get_logs=self.get_logs,
         )
 
     def _resolve(self, context: Any) -> JobTriggerArgs:
         namespace = self.namespace or connection_namespace(self.kubernetes_conn_id)
+        self._check_names(namespace)
         name = record_name(self.kind, self.job_name)
 
         async def find() -> Any:
@@ -71,6 +73,15 @@ class KubernetesJobSensor(BaseSensorOperator):
             raise JobFailedError(f"no {self.kind} named {self.job_name} in namespace {namespace} "
                                  f"(its record ConfigMap {name} does not exist)")
         return self._args(namespace, name, str(record["metadata"]["uid"]), context)
+
+    def _check_names(self, namespace: str) -> None:
+        """InvalidSpecError before any request: the (templated) names go into API paths."""
+        name = self.job_name
+        errors = validate_dns1123_subdomain(name, "job_name") if isinstance(name, str) else [
+            invalid("job_name", name, "must be a string")]
+        errors += validate_dns1123_label(namespace, "namespace")
+        if errors:
+            raise InvalidSpecError(self.kind, str(name), errors)
 
     def execute(self, context: Any) -> Any:
         if not self.deferrable:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
 import traceback
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -19,16 +18,21 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.kinds.registry import JobOptions, check_kind, driver_for, options_for
-from airflow_broadcast.cluster.reconcile_loop import JobDriver, LoopReason, run_reconcile_loop
+from airflow_broadcast.cluster.kube_client import KubeClient
+from airflow_broadcast.cluster.log_follow import LogFollower, PodChooser
+from airflow_broadcast.cluster.reconcile_loop import JobDriver, LoopOutcome, LoopReason, run_reconcile_loop
 from airflow_broadcast.cluster.ttl_sweeper import sweep_in_background
+from airflow_broadcast.config import current_settings
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
+from airflow_broadcast.hooks.metrics import running_in_triggerer
 from airflow_broadcast.reconcilers.kind import KindName
+from airflow_broadcast.reconcilers.tf_job.logs import primary_pod
 from airflow_broadcast.triggers.loop_lag import LoopLag
-from airflow_broadcast.triggers.progress import ProgressLog
+from airflow_broadcast.triggers.progress import ProgressLog, TaskLog, WarningLog, masked
 
-LOOP_LAG_ENV = "AIRFLOW_BROADCAST_MEASURE_LOOP_LAG"
 OnKillAction = Literal["delete_active_pods", "keep"]
 ON_KILL_ACTIONS: tuple[OnKillAction, ...] = ("delete_active_pods", "keep")
+LOG_TARGETS: dict[KindName, PodChooser] = {"TFJob": primary_pod}  # kinds with `get_logs`: whose log to follow
 
 
 class TaskKey(TypedDict):
@@ -70,6 +74,11 @@ class JobTriggerArgs:
     resync_seconds: float = 30.0
     on_kill_action: OnKillAction = "delete_active_pods"
     task_key: TaskKey | None = None
+    startup_timeout_seconds: float | None = None
+    get_logs: bool = False
+
+    def __post_init__(self) -> None:
+        check_visibility(self.kind, self.startup_timeout_seconds, self.get_logs)
 
     @classmethod
     def from_kwargs(cls, kwargs: Mapping[str, Any]) -> JobTriggerArgs:
@@ -86,6 +95,9 @@ class JobTriggerArgs:
         """Plain JSON values only, so that every Airflow version stores and reloads them unchanged."""
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         values["options"] = dataclasses.asdict(self.options)
+        for name, default in (("startup_timeout_seconds", None), ("get_logs", False)):
+            if values[name] == default:
+                del values[name]  # a triggerer still on an older version then rebuilds the trigger unchanged
         return values
 
     def driver(self) -> JobDriver[Any]:
@@ -119,18 +131,17 @@ class JobReconcileTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         args = self.args
+        running_in_triggerer()
         try:
+            settings = current_settings()
             client = await self._hook().kube_client()
-            driver = args.driver()
-            sweep = asyncio.get_running_loop().create_task(sweep_in_background(client, args.namespace))
-            progress = ProgressLog(self.log, driver.kind)
-            lag = LoopLag() if os.environ.get(LOOP_LAG_ENV) else None
+            sweep = asyncio.get_running_loop().create_task(sweep_in_background(
+                client, args.namespace, every=settings.ttl_sweep_seconds,
+                unread_grace=settings.unread_result_grace_seconds))
+            lag = LoopLag() if settings.measure_loop_lag else None
             monitor = asyncio.get_running_loop().create_task(lag.run()) if lag else None
             try:
-                outcome = await run_reconcile_loop(
-                    client, driver, args.namespace, args.record_name, args.uid,
-                    deadline=args.deadline, resync=args.resync_seconds, progress=progress.update,
-                )
+                outcome = await drive_job(args, client, self.log)
             finally:
                 if monitor is not None and lag is not None:
                     monitor.cancel()
@@ -183,3 +194,41 @@ class JobReconcileTrigger(BaseTrigger):
         found = states.get(key["run_id"], {})
         state = found.get(key["task_id"]) if isinstance(found, dict) else None
         return str(state) in ("deferred", "TaskInstanceState.DEFERRED")
+
+
+def check_visibility(kind: str, startup_timeout_seconds: float | None, get_logs: bool) -> None:
+    """ValueError for a negative start-up timeout, or `get_logs` on a kind without a log to follow."""
+    if startup_timeout_seconds is not None and startup_timeout_seconds < 0:
+        raise ValueError(f"startup_timeout_seconds must be >= 0 (0 or None: no start-up timeout), "
+                         f"not {startup_timeout_seconds!r}")
+    if get_logs and kind not in LOG_TARGETS:
+        raise ValueError(f"get_logs is not supported for {kind}; it follows the primary pod's log of "
+                         f"{', '.join(LOG_TARGETS)} jobs")
+
+
+async def drive_job(args: JobTriggerArgs, client: KubeClient, log: TaskLog, *, single_pass: bool = False
+                    ) -> LoopOutcome:
+    """Run the reconcile loop with what the task log shows: progress, Warnings, and (`get_logs`) the primary log.
+
+    The trigger and the worker (deferrable=False, sensor pokes) both drive a job through this.
+    """
+    driver = args.driver()
+    warnings = WarningLog(log)
+    follower = None
+    choose = LOG_TARGETS.get(args.kind)
+    if args.get_logs and choose is not None and not single_pass:
+        follower = LogFollower(client, args.namespace, args.record_name, args.uid,
+                               driver.watch(client, args.namespace).children, choose,
+                               driver.kind.log_container({}), lambda line: log.info("%s", line), mask=masked)
+        follower.start()
+    try:
+        return await run_reconcile_loop(
+            client, driver, args.namespace, args.record_name, args.uid, deadline=args.deadline,
+            resync=args.resync_seconds, progress=ProgressLog(log, driver.kind).update, single_pass=single_pass,
+            startup_timeout=args.startup_timeout_seconds, warnings=warnings.add,
+            thread_threshold=current_settings().thread_threshold,
+        )
+    finally:
+        if follower is not None:
+            await follower.finish()
+        warnings.flush()

@@ -16,7 +16,9 @@ from typing import Any
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from airflow_broadcast.cluster.ttl_janitor import run_janitor
+from airflow_broadcast.config import current_settings
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
+from airflow_broadcast.hooks.metrics import running_in_triggerer
 
 MAX_BACKOFF_SECONDS = 60.0
 
@@ -53,12 +55,16 @@ class TTLJanitorTrigger(BaseEventTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         """Run the janitor; after an error (no connection, API down, a bug) start it again, backing off."""
+        running_in_triggerer()
         backoff = 1.0
         while True:
             try:
-                hook = BroadcastKubernetesHook(self.kubernetes_conn_id, cluster_context=self.cluster_context)
+                settings = current_settings()
+                hook = BroadcastKubernetesHook(self.kubernetes_conn_id, cluster_context=self.cluster_context,
+                                               settings=settings)
                 client = await hook.kube_client()
-                async for cleanup in run_janitor(client, self.namespaces, holder=self.holder()):
+                async for cleanup in run_janitor(client, self.namespaces, holder=self.holder(),
+                                                 unread_grace=settings.unread_result_grace_seconds):
                     backoff = 1.0
                     yield TriggerEvent(cleanup.payload())
             except Exception as exc:

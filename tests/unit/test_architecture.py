@@ -31,7 +31,11 @@ def test_pure_layers_read_no_clock_environment_or_randomness() -> None:
     assert offenders == []
 
 
+MODULE_LINE_LIMIT = 300
+
+
 def test_no_module_passes_the_size_limit() -> None:
+    """A module that grows past the limit gets split by responsibility, not trimmed."""
     too_big = [f"{p.relative_to(PACKAGE)} ({n})" for p in PACKAGE.rglob("*.py")
-               if (n := len(p.read_text().splitlines())) > 450]
+               if (n := len(p.read_text().splitlines())) > MODULE_LINE_LIMIT]
     assert too_big == []

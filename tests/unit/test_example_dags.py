@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 import textwrap
 from datetime import UTC, datetime
@@ -15,7 +16,7 @@ from airflow.sdk import CronTriggerTimetable
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_broadcast.operators.job_cleanup import JobCleanupOperator
-from airflow_broadcast.operators.job_operator import KubernetesJobOperator
+from airflow_broadcast.operators.job_operator import ReconciledJobOperator
 from airflow_broadcast.sensors.broadcast_job import BroadcastJobSensor
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,15 +50,18 @@ def context(dag: Any, run_after: datetime = RUN_AFTER, **params: Any) -> dict[st
 
 
 def render(task: Any, field: str, ctx: dict[str, Any]) -> Any:
-    return task.render_template(getattr(task, field), ctx, task.dag.get_template_env())
+    """The field as the task renders it (a manifest path becomes the rendered file), on a copy of the task."""
+    rendered = copy.copy(task)
+    rendered.render_template_fields(ctx, task.dag.get_template_env())
+    return getattr(rendered, field)
 
 
-def parsed_job(task: KubernetesJobOperator, ctx: dict[str, Any]) -> Any:
+def parsed_job(task: ReconciledJobOperator, ctx: dict[str, Any]) -> Any:
     return task.parse(render(task, "manifest", ctx), render(task, "namespace", ctx), "default")
 
 
-def job_tasks(dagbag: DagBag) -> list[KubernetesJobOperator]:
-    return [t for dag in dagbag.dags.values() for t in dag.tasks if isinstance(t, KubernetesJobOperator)]
+def job_tasks(dagbag: DagBag) -> list[ReconciledJobOperator]:
+    return [t for dag in dagbag.dags.values() for t in dag.tasks if isinstance(t, ReconciledJobOperator)]
 
 
 def pod_templates(manifest: dict[str, Any]) -> list[dict[str, Any]]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.informers import shared_informer
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.observation import node_info, node_significance, pod_info
 from airflow_broadcast.cluster.plan_executor import ChildEventStyle
 from airflow_broadcast.cluster.reconcile_loop import WatchSet
 from airflow_broadcast.reconcilers.broadcast_job.kind import BroadcastJobKind, BroadcastObserved
-from airflow_broadcast.reconcilers.broadcast_job.pods import RECORD_UID_LABEL
+from airflow_broadcast.reconcilers.observed import RECORD_UID_LABEL
 
 
 @dataclass(frozen=True)
@@ -21,9 +22,9 @@ class BroadcastJobDriver:
     style: ChildEventStyle = field(default_factory=ChildEventStyle)
 
     def watch(self, client: KubeClient, namespace: str) -> WatchSet:
-        pods = shared_informer(client, f"/api/v1/namespaces/{namespace}/pods", pod_info,
+        pods = shared_informer(client, api_path("v1", "pods", namespace=namespace), pod_info,
                                label_selector=RECORD_UID_LABEL, index_label=RECORD_UID_LABEL)
-        nodes = shared_informer(client, "/api/v1/nodes", node_info, significant=node_significance)
+        nodes = shared_informer(client, api_path("v1", "nodes"), node_info, significant=node_significance)
         return WatchSet(children=pods, nodes=nodes)
 
     def observe(self, watched: WatchSet, uid: str) -> BroadcastObserved:

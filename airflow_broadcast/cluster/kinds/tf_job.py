@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError, Forbidden, NotFound
+from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.informers import shared_informer
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.observation import (
@@ -21,12 +22,12 @@ from airflow_broadcast.cluster.observation import (
 from airflow_broadcast.cluster.plan_executor import ChildEventStyle
 from airflow_broadcast.cluster.reconcile_loop import WatchSet
 from airflow_broadcast.exceptions import PodGroupApiError, QueueCheckError
-from airflow_broadcast.reconcilers.tf_job.children import RECORD_UID_LABEL
+from airflow_broadcast.reconcilers.observed import RECORD_UID_LABEL
 from airflow_broadcast.reconcilers.tf_job.gang_scheduling import gang_scheduler
 from airflow_broadcast.reconcilers.tf_job.kind import TFJobKind, TFObserved
 from airflow_broadcast.specs.tf_job.spec import QUEUE_NAME_LABEL
 
-LOCAL_QUEUE_API = "/apis/kueue.x-k8s.io/v1beta1"
+LOCAL_QUEUE_API = "kueue.x-k8s.io/v1beta1"
 TF_STYLE = ChildEventStyle(create_ok="SuccessfulCreatePod", create_failed="FailedCreatePod",
                            delete_ok="SuccessfulDeletePod", delete_ok_message="Deleted pod: {name}")
 
@@ -37,15 +38,15 @@ class TFJobDriver:
     style: ChildEventStyle = TF_STYLE
 
     def watch(self, client: KubeClient, namespace: str) -> WatchSet:
-        pods = shared_informer(client, f"/api/v1/namespaces/{namespace}/pods", pod_info,
+        pods = shared_informer(client, api_path("v1", "pods", namespace=namespace), pod_info,
                                label_selector=RECORD_UID_LABEL, index_label=RECORD_UID_LABEL)
-        services = shared_informer(client, f"/api/v1/namespaces/{namespace}/services", service_info,
+        services = shared_informer(client, api_path("v1", "services", namespace=namespace), service_info,
                                    label_selector=RECORD_UID_LABEL, index_label=RECORD_UID_LABEL)
         options = self.kind.options
         gang = gang_scheduler(options.gang_scheduler, options.gang_scheduler_name)
         if gang is None:
             return WatchSet(children=pods, services=services)
-        pod_groups = shared_informer(client, f"/apis/{gang.api_version}/namespaces/{namespace}/podgroups",
+        pod_groups = shared_informer(client, api_path(gang.api_version, "podgroups", namespace=namespace),
                                      pod_group_info, label_selector=RECORD_UID_LABEL, index_label=RECORD_UID_LABEL)
         priorities = shared_informer(client, PRIORITY_CLASSES_PATH, priority_value)
         return WatchSet(children=pods, services=services, pod_groups=pod_groups, priorities=priorities)
@@ -60,7 +61,7 @@ class TFJobDriver:
 
 
 def local_queue_path(namespace: str, name: str) -> str:
-    return f"{LOCAL_QUEUE_API}/namespaces/{namespace}/localqueues/{name}"
+    return api_path(LOCAL_QUEUE_API, "localqueues", namespace=namespace, name=name)
 
 
 async def check_local_queue(client: KubeClient, namespace: str, queue_name: str) -> str | None:
@@ -75,8 +76,8 @@ async def check_local_queue(client: KubeClient, namespace: str, queue_name: str)
     except NotFound:
         return (f"Kueue LocalQueue {namespace}/{queue_name} was not found (or Kueue is not installed); "
                 f"the job is submitted with the {QUEUE_NAME_LABEL} label anyway")
-    except Forbidden:
-        return (f"not allowed to read Kueue LocalQueue {namespace}/{queue_name}; "
+    except Forbidden as exc:
+        return (f"not allowed to read Kueue LocalQueue {namespace}/{queue_name} ({exc.api_message}); "
                 f"the job is submitted with the {QUEUE_NAME_LABEL} label without checking the queue")
     except ClusterApiError as exc:
         raise QueueCheckError(f"could not check Kueue LocalQueue {namespace}/{queue_name}: {exc.describe()}. "
@@ -86,7 +87,7 @@ async def check_local_queue(client: KubeClient, namespace: str, queue_name: str)
 
 async def check_pod_group_api(client: KubeClient, namespace: str, api_version: str) -> None:
     """Gang scheduling is on: PodGroupApiError unless this identity can list PodGroups here."""
-    path = f"/apis/{api_version}/namespaces/{namespace}/podgroups"
+    path = api_path(api_version, "podgroups", namespace=namespace)
     try:
         await client.get(path, limit=1)
     except NotFound as exc:

@@ -82,9 +82,9 @@ def _counts(counts: ReplicaCounts) -> ReplicaCounts:
 class TFJobKind:
     """Distributed TensorFlow, as Kubeflow's training-operator runs it."""
 
-    options: TFJobOptions = field(default_factory=TFJobOptions)
     name: ClassVar[Literal["TFJob"]] = "TFJob"
     api_version: ClassVar[str] = API_VERSION
+    options: TFJobOptions = field(default_factory=TFJobOptions)
 
     def parse(self, manifest: Mapping[str, Any] | str, *, namespace: str | None,
               default_namespace: str) -> ParsedJob:

@@ -1,7 +1,9 @@
 """BroadcastJob admission: OpenKruise's webhook rules (same paths, messages and order), then ours.
 
-The checks upstream lacks ([X] rules V13-V19) reject a job which would misbehave
+The checks upstream lacks ([X] rules V13-V17) reject a job which would misbehave
 before anything is created. The pod template is checked as core Kubernetes checks it.
+Every name upstream accepts (up to 63 characters) is accepted: pod names shorten a long
+job name to stay within 63 characters (V19), as upstream's `generateName` does.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from airflow_broadcast.specs.broadcast_job.spec import (
     KIND,
     NAME_FMT,
     NAME_MAX_LENGTH,
-    NAME_MAX_LENGTH_FOR_PODS,
     NAME_MSG,
     RESERVED_LABELS,
 )
@@ -58,13 +59,6 @@ def validate_broadcast_job(manifest: Mapping[str, Any], *, namespace: str | None
     else:
         errors.extend(_validate_upstream_spec(spec))
         errors.extend(_validate_extended_spec(spec))
-    name = metadata.get("name")
-    if isinstance(name, str) and NAME_MAX_LENGTH_FOR_PODS < len(name) <= NAME_MAX_LENGTH:
-        errors.append(invalid("metadata.name", name, (
-            f"must be no more than {NAME_MAX_LENGTH_FOR_PODS} characters: pod names are the job name plus "
-            f"'-' and a 10-character node hash, and must stay within {NAME_MAX_LENGTH} characters "
-            "to be valid label values and hostnames"
-        )))
     return errors
 
 

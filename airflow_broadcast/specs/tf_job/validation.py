@@ -3,8 +3,9 @@
 Upstream (`tfjob_webhook.go`, tfjob.md §1.5) checks the name, managedBy and the
 containers, and panics on a null replica spec. Here every rule reports a
 FieldError instead, and the gaps upstream leaves open (replica counts, enum
-values, child-name length, Chief/Master count) are rejected too (B12, B13).
-Replica specs are checked in `replica_validation`.
+values, Chief/Master count) are rejected too (B12, B13). Names are accepted
+exactly as upstream accepts them; one whose Service names would be too long
+only warns (`tf_job_warnings`). Replica specs are checked in `replica_validation`.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def validate_tf_job(manifest: Mapping[str, Any] | str, *, namespace: str | None 
         return list(exc.errors)
     errors: list[FieldError] = []
     _check_identity(loaded, errors)
-    name = _check_metadata(loaded.get("metadata"), namespace, errors)
+    _check_metadata(loaded.get("metadata"), namespace, errors)
     spec = loaded.get("spec")
     if spec is not None and not isinstance(spec, Mapping):
         errors.append(invalid("spec", json_type_name(spec), "must be an object"))
@@ -71,10 +72,31 @@ def validate_tf_job(manifest: Mapping[str, Any] | str, *, namespace: str | None 
         elif strict and success not in SUCCESS_POLICIES:
             errors.append(not_supported("spec.successPolicy", success, SUCCESS_POLICIES))
     check_bool(spec.get("enableDynamicWorker"), "spec.enableDynamicWorker", errors)
-    replicas = check_replica_specs(spec.get("tfReplicaSpecs"), strict, errors)
-    if name is not None:
-        _check_child_names(name, replicas, errors)
+    check_replica_specs(spec.get("tfReplicaSpecs"), strict, errors)
     return errors
+
+
+def tf_job_warnings(manifest: Mapping[str, Any] | str) -> list[str]:
+    """What upstream accepts but cannot fully run: a Service name `<name>-<type>-<index>` over 63 characters.
+
+    Upstream validates only the job name (a DNS-1035 label, V1), so a long name is accepted and
+    its Services are refused by the API server (issue #1101). This provider accepts the same
+    names and does the same (`FailedCreateService` warnings, the pods still run), but says so first.
+    """
+    loaded = load_manifest(manifest)
+    metadata, spec = loaded.get("metadata"), loaded.get("spec")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    if not isinstance(name, str) or not isinstance(spec, Mapping):
+        return []
+    replicas = check_replica_specs(spec.get("tfReplicaSpecs"), False, [])
+    longest = max((f"{name}-{t.lower()}-{max(n - 1, 0)}" for t, n in replicas.items()), key=len, default="")
+    if len(longest) <= MAX_NAME_LENGTH:
+        return []
+    allowed = MAX_NAME_LENGTH - (len(longest) - len(name))
+    return [f'metadata.name: the Service name "{longest}" is longer than {MAX_NAME_LENGTH} characters, so the '
+            "API server refuses it and the Services of this job are not created (FailedCreateService, as with "
+            "the training-operator, kubeflow/training-operator#1101): the pods run, but the TF_CONFIG host names "
+            f"do not resolve. Replicas that talk to each other need a name of at most {max(allowed, 1)} characters"]
 
 
 def validate_tf_job_update(new: Mapping[str, Any] | str, old: Mapping[str, Any], *,
@@ -118,22 +140,19 @@ def _check_identity(manifest: Mapping[str, Any], errors: list[FieldError]) -> No
             errors.append(not_supported(key, value, [expected]))
 
 
-def _check_metadata(metadata: Any, namespace: str | None, errors: list[FieldError]) -> str | None:
-    """Returns the name when it is a valid DNS-1035 label (so child names can be checked)."""
+def _check_metadata(metadata: Any, namespace: str | None, errors: list[FieldError]) -> None:
+    """V1: the name is a DNS-1035 label of at most 63 characters, the only name rule upstream has."""
     if metadata is not None and not isinstance(metadata, Mapping):
         errors.append(invalid("metadata", json_type_name(metadata), "must be an object"))
         metadata = None
     metadata = metadata or {}
     name = metadata.get("name")
-    valid_name: str | None = None
     if name is None or name == "":
         errors.append(required("metadata.name", "name is required: child pods and services are named after it"))
     elif not isinstance(name, str):
         errors.append(invalid("metadata.name", name, "must be a string"))
     elif problems := is_dns1035_label(name):
         errors.append(invalid("metadata.name", name, f"should match: {','.join(problems)}"))
-    else:
-        valid_name = name
     ns = namespace if namespace is not None else metadata.get("namespace")
     if ns is not None and not isinstance(ns, str):
         errors.append(invalid("metadata.namespace", ns, "must be a string"))
@@ -144,7 +163,6 @@ def _check_metadata(metadata: Any, namespace: str | None, errors: list[FieldErro
         if value is not None and not (isinstance(value, Mapping) and all(
                 isinstance(k, str) and isinstance(v, str) for k, v in value.items())):
             errors.append(invalid(f"metadata.{key}", json_type_name(value), "must be a map of string to string"))
-    return valid_name
 
 
 def _check_run_policy(run: Any, strict: bool, errors: list[FieldError]) -> None:
@@ -190,14 +208,3 @@ def _check_scheduling_policy(policy: Mapping[str, Any], path: str, errors: list[
                 parse_quantity(value)
             except QuantityError as err:
                 errors.append(invalid(f"{path}.minResources[{name}]", value, err.reason))
-
-
-def _check_child_names(name: str, replicas: Mapping[str, int], errors: list[FieldError]) -> None:
-    """B3 / issue #1101: `<name>-<type>-<maxIndex>` names the Service, so it must fit in 63 characters."""
-    longest = max((f"{name}-{t.lower()}-{max(n - 1, 0)}" for t, n in replicas.items()), key=len, default="")
-    if len(longest) > MAX_NAME_LENGTH:
-        allowed = MAX_NAME_LENGTH - (len(longest) - len(name))
-        errors.append(invalid(
-            "metadata.name", name,
-            f"must be no more than {max(allowed, 0)} characters: the child pod and service name "
-            f"\"{longest}\" must be a DNS-1035 label of at most {MAX_NAME_LENGTH} characters"))

@@ -21,7 +21,8 @@ UID_LABEL = "airflow-broadcast.io/job-uid"
 
 
 def test_the_loop_reasons_keep_the_event_strings() -> None:
-    assert [r.value for r in LoopReason] == ["finished", "settled", "pending", "gone", "timeout", "invalid", "error"]
+    assert [r.value for r in LoopReason] == ["finished", "settled", "pending", "gone", "timeout", "startup_timeout",
+                                             "invalid", "error"]
     assert LoopReason("finished") is LoopReason.FINISHED and LoopReason.ERROR == "error"
 
 

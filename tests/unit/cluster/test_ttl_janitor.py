@@ -30,13 +30,15 @@ LEASES = "coordination.k8s.io/v1"
 class Janitor:
     """One running janitor over a fake cluster; `cleanups` fills as it deletes."""
 
-    def __init__(self, fake: FakeCluster, client: KubeClient, holder: str = "janitor-a") -> None:
+    def __init__(self, fake: FakeCluster, client: KubeClient, holder: str = "janitor-a",
+                 unread_grace: float = 600.0) -> None:
         self.fake, self.client = fake, client
         self.cleanups: list[Cleanup] = []
-        self.task = asyncio.get_running_loop().create_task(self._run(holder))
+        self.task = asyncio.get_running_loop().create_task(self._run(holder, unread_grace))
 
-    async def _run(self, holder: str) -> None:
-        async for cleanup in run_janitor(self.client, [NS], holder=holder, renew_every=0.1):
+    async def _run(self, holder: str, unread_grace: float) -> None:
+        async for cleanup in run_janitor(self.client, [NS], holder=holder, renew_every=0.1,
+                                         unread_grace=unread_grace):
             self.cleanups.append(cleanup)
 
     async def stop(self) -> None:
@@ -100,14 +102,12 @@ async def test_T1_a_read_record_goes_at_its_expiry_with_its_children_and_not_bef
     assert [r.body["preconditions"] for r in delete] == [{"uid": record["metadata"]["uid"]}]
 
 
-async def test_T1_T3_an_unread_result_waits_for_the_grace_and_a_later_read_deletes_at_once(
-        kube: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_T1_T3_an_unread_result_waits_for_the_grace_and_a_later_read_deletes_at_once(kube: Any) -> None:
     fake, client = kube
-    monkeypatch.setattr(ttl_sweeper, "UNREAD_GRACE_SECONDS", 60.0)
     expired = time.time() - 5
     add_record(fake, "TFJob", "forgotten", expired - 60)  # past expiry and grace: never read, still goes
     add_record(fake, "TFJob", "late", expired)
-    janitor = Janitor(fake, client)
+    janitor = Janitor(fake, client, unread_grace=60.0)
     try:
         await fake.wait_for(lambda: janitor.cleanups, what="the long-forgotten record")
         await asyncio.sleep(0.5)
@@ -163,10 +163,10 @@ async def test_a_record_replaced_under_the_same_name_is_not_deleted(kube: Any) -
     assert fake.object(record_path(NS, "bcj-rerun"))["metadata"]["uid"] == new["metadata"]["uid"]
 
 
-async def test_the_lease_names_its_holder_and_is_renewed_while_the_janitor_runs(kube: Any) -> None:
+async def test_the_lease_names_its_holder_is_renewed_while_the_janitor_runs_and_counts_takeovers(kube: Any) -> None:
     fake, client = kube
-    janitor = Janitor(fake, client, "triggerer job 7 on host (pid 1)")
     path = f"/apis/{LEASES}/namespaces/{NS}/leases/{LEASE_NAME}"
+    janitor = Janitor(fake, client, "triggerer on host-a (pid 1)")
     try:
         first = await fake.wait_for(lambda: fake.object(path), what="the lease")
         renewed = await fake.wait_for(
@@ -176,9 +176,36 @@ async def test_the_lease_names_its_holder_and_is_renewed_while_the_janitor_runs(
     finally:
         await janitor.stop()
     assert first["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "airflow-broadcast"}
-    assert renewed["spec"]["holderIdentity"] == "triggerer job 7 on host (pid 1)"
-    assert renewed["spec"]["acquireTime"] == first["spec"]["acquireTime"]
-    assert state is not None and state.holder == "triggerer job 7 on host (pid 1)"
+    assert renewed["spec"]["holderIdentity"] == "triggerer on host-a (pid 1)"
+    assert (renewed["spec"]["acquireTime"], renewed["spec"]["leaseTransitions"]) == (first["spec"]["acquireTime"], 0)
+    assert state is not None and state.holder == "triggerer on host-a (pid 1)"
     assert state.duration == 15 and not state.expired(time.time())
     assert state.expired(from_rfc3339(renewed["spec"]["renewTime"]) + 16)
     assert await read_lease(client, "elsewhere") is None
+    lease_verbs = {r.verb for r in fake.requests if "/leases" in r.path}
+    assert lease_verbs == {"GET", "POST", "PUT"}, "what the Role grants: get, create, update"
+
+    successor = Janitor(fake, client, "triggerer on host-b (pid 2)")
+    try:
+        taken = await fake.wait_for(
+            lambda: (lease := fake.object(path)) and lease["spec"]["holderIdentity"].endswith("(pid 2)") and lease,
+            what="the takeover")
+    finally:
+        await successor.stop()
+    assert taken["spec"]["leaseTransitions"] == 1 and taken["spec"]["acquireTime"] > first["spec"]["acquireTime"]
+
+
+async def test_two_janitors_renewing_one_lease_recover_from_conflicts_quietly(
+        kube: Any, caplog: pytest.LogCaptureFixture) -> None:
+    fake, client = kube
+    path = f"/apis/{LEASES}/namespaces/{NS}/leases/{LEASE_NAME}"
+    first, second = Janitor(fake, client, "a"), Janitor(fake, client, "b")
+    try:
+        await fake.wait_for(lambda: len(fake.served_requests("PUT", path, status=409)) >= 1, what="a conflict")
+        renewals = len(fake.served_requests("PUT", path, status=200))
+        await fake.wait_for(lambda: len(fake.served_requests("PUT", path, status=200)) > renewals + 2,
+                            what="renewals after the conflict")
+    finally:
+        await first.stop()
+        await second.stop()
+    assert "cannot renew its lease" not in caplog.text

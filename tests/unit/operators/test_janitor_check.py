@@ -63,13 +63,13 @@ async def test_no_lease_warns_what_stays_and_how_to_run_the_janitor(kube: Any) -
 
 async def test_a_fresh_lease_means_a_janitor_runs(kube: Any) -> None:
     _, client = kube
-    await renew_lease(client, "ops", "triggerer job 3 on host (pid 9)", time.time() - 5, first=True)
+    await renew_lease(client, "ops", "triggerer job 3 on host (pid 9)", time.time() - 5)
     assert await ttl_janitor_warnings(client, job(30)) == []
 
 
 async def test_a_stale_lease_warns_who_held_it_and_when(kube: Any) -> None:
     fake, client = kube
-    await renew_lease(client, "ops", "triggerer job 3 on host (pid 9)", time.time(), first=True)
+    await renew_lease(client, "ops", "triggerer job 3 on host (pid 9)", time.time())
     renewed = time.time() - 100
     fake.patch(lease_path("ops"), {"spec": {"renewTime": micro_time(renewed)}})
     (warning,) = await ttl_janitor_warnings(client, job(30), now=renewed + 100)

@@ -66,14 +66,14 @@ def _submitted(monkeypatch: pytest.MonkeyPatch, status: dict[str, Any]) -> None:
         return JobRecord(name="bcj-prune", namespace=job.namespace, uid="u-1", owner_reference={},
                          status=status, job_name=job.name, manifest=job.manifest), False
 
-    monkeypatch.setattr(job_operator.KubernetesJobOperator, "_submit", submit)
+    monkeypatch.setattr(job_operator.ReconciledJobOperator, "_submit", submit)
 
 
 def test_the_deferred_trigger_carries_the_options_and_the_deferral_is_bounded_by_the_active_deadline(
         monkeypatch: pytest.MonkeyPatch) -> None:
     started = time.time() - 100
     _submitted(monkeypatch, {"startTime": to_rfc3339(started)})
-    op = BroadcastJobOperator(task_id="t", manifest=BCJ, namespace="ops", kruise_compat=True)
+    op = BroadcastJobOperator(task_id="t", manifest=BCJ, namespace="ops", kruise_compat=True, deferrable=True)
     context = _context()
     with pytest.raises(TaskDeferred) as deferred:
         op.execute(context)

@@ -135,7 +135,8 @@ async def test_N12_killing_the_task_deletes_the_running_pods_and_keeps_the_recor
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Deviation: the TFJob record and the finished pods stay (result, TTL); only active pods are deleted."""
     def pod(name: str, phase: str, deleting: bool = False) -> dict[str, Any]:
-        meta: dict[str, Any] = {"name": name, "uid": f"uid-{name}"}
+        meta: dict[str, Any] = {"name": name, "uid": f"uid-{name}", "ownerReferences": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "tfjob-mnist", "uid": "u", "controller": True}]}
         if deleting:
             meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
         return {"metadata": meta, "status": {"phase": phase}}

@@ -98,7 +98,6 @@ async def test_an_api_error_becomes_an_error_event_not_a_crash(monkeypatch: pyte
     assert event.payload["status"] == "error"
     assert "cannot list resource \"nodes\"" in event.payload["message"]
     assert "docs/rbac.md" in event.payload["message"]
-    assert job_reconcile.LOOP_LAG_ENV == "AIRFLOW_BROADCAST_MEASURE_LOOP_LAG"
 
 
 async def test_the_loop_gets_the_kinds_options_and_the_event_names_outcome_and_phase(
@@ -114,7 +113,7 @@ async def test_the_loop_gets_the_kinds_options_and_the_event_names_outcome_and_p
         seen.update(driver=driver, target=(namespace, record_name, uid), **kw)
         return LoopOutcome(LoopReason.FINISHED, record)
 
-    async def no_sweep(client: Any, namespace: str) -> None:
+    async def no_sweep(client: Any, namespace: str, **settings: Any) -> None:
         return None
 
     class _Hook:
