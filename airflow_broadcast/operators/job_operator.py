@@ -97,8 +97,11 @@ class ReconciledJobOperator(JobTaskSettings):
         return job
 
     async def before_submit(self, client: KubeClient, job: ParsedJob) -> list[str]:
-        """Checks against the cluster before the record is created: warnings to log; an error creates nothing."""
-        return []
+        """Checks against the cluster before the record is created: warnings to log; an error creates nothing.
+
+        Every kind checks that a TTL janitor runs where the job has a TTL; a kind adds its own checks.
+        """
+        return await ttl_janitor_warnings(client, job)
 
     # ---- flow --------------------------------------------------------------------------
     def execute(self, context: Any) -> JobIdentity:
@@ -131,7 +134,7 @@ class ReconciledJobOperator(JobTaskSettings):
 
         hook = BroadcastKubernetesHook(self.kubernetes_conn_id, cluster_context=self.cluster_context)
         client = await hook.kube_client()
-        for warning in await self.before_submit(client, job) + await ttl_janitor_warnings(client, job):
+        for warning in await self.before_submit(client, job):
             self.log.warning("%s", warning)
         return await submit_job(client, self.job_kind(), job.name, job.namespace, job.manifest, submitter=submitter,
                                 reattach=self.reattach)
