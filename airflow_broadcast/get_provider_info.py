@@ -33,6 +33,7 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": [
                     "airflow_broadcast.triggers.pod_completion",
                     "airflow_broadcast.triggers.job_reconcile",
+                    "airflow_broadcast.triggers.ttl_janitor",
                 ],
             }
         ],

@@ -12,6 +12,7 @@ from airflow_broadcast.cluster.kinds.registry import JobOptions, kind_for
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.hooks.kubernetes import connection_namespace
+from airflow_broadcast.operators.janitor_check import ttl_janitor_warnings
 from airflow_broadcast.operators.job_runtime import (
     conclude,
     defer_timeout,
@@ -96,8 +97,11 @@ class ReconciledJobOperator(JobTaskSettings):
         return job
 
     async def before_submit(self, client: KubeClient, job: ParsedJob) -> list[str]:
-        """Checks against the cluster before the record is created: warnings to log; an error creates nothing."""
-        return []
+        """Checks against the cluster before the record is created: warnings to log; an error creates nothing.
+
+        Every kind checks that a TTL janitor runs where the job has a TTL; a kind adds its own checks.
+        """
+        return await ttl_janitor_warnings(client, job)
 
     # ---- flow --------------------------------------------------------------------------
     def execute(self, context: Any) -> JobIdentity:

@@ -102,7 +102,8 @@ class TFJobOperator(ReconciledJobOperator):
         gang = self._gang_scheduler()
         if gang is not None:
             await check_pod_group_api(client, job.namespace, gang.api_version)
+        warnings = await super().before_submit(client, job)
         if not self.queue_name:
-            return []
+            return warnings
         warning = await check_local_queue(client, job.namespace, self.queue_name)
-        return [warning] if warning else []
+        return [*warnings, warning] if warning else warnings

@@ -29,6 +29,7 @@ def test_documented_roles_grant_exactly_the_documented_verbs() -> None:
         ("", "pods/log", "get"),
         *{("", "services", v) for v in ("get", "list", "watch", "create", "delete")},
         *{("", "events", v) for v in ("create", "list", "watch")},
+        *{("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")},
     }
     assert rules_of(rbac_document("clusterrole.yaml", "ClusterRole")) == {("", "nodes", "list"), ("", "nodes", "watch")}
 

@@ -51,6 +51,7 @@ CASES = [
     Case("role.yaml", "Role", "pods/log", "log", "bcj-failing", verb="get", finishes=True),
     Case("role.yaml", "Role", "services", "error", "tf"),
     Case("role.yaml", "Role", "events", "log", "bcj", verb="create", finishes=True),
+    Case("role.yaml", "Role", "leases", "warning", "bcj", verb="get", finishes=True),
     Case("clusterrole.yaml", "ClusterRole", "nodes", "error", "bcj"),
     Case("tfjob-extras.yaml", "Role", "podgroups", "error", "tf-gang", expect="not allowed to list PodGroups"),
     Case("tfjob-extras.yaml", "Role", "localqueues", "warning", "tf-queue", verb="get", finishes=True),
