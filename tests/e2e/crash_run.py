@@ -137,12 +137,15 @@ class CrashRunner:
 
     def _kill_at(self, point: KillPoint, watched: JobWatch, dag_id: str, run_id: str, finished: Any,
                  deadline: float) -> Kill | None:
-        while not _reached(point, watched, finished):
-            if time.monotonic() > deadline or self._state(dag_id, run_id) in TERMINAL:
-                return None  # the run ended before the point was reached: no kill there
-            time.sleep(0.02)
         if point.mode == "standby" and len(self.triggerers()) < 2:
-            self.stack.start_triggerer()
+            self.stack.start_triggerer()  # before the wait: starting one takes seconds, and the point would pass
+        checked = time.monotonic()
+        while not _reached(point, watched, finished):
+            if time.monotonic() - checked > 1:  # a REST call per second, not per look at the watches
+                if time.monotonic() > deadline or self._state(dag_id, run_id) in TERMINAL:
+                    return None  # the run ended before the point was reached: no kill there
+                checked = time.monotonic()
+            time.sleep(0.02)
         owner = self._owner(dag_id, run_id)
         victim = next((c for c in self.triggerers() if c.job_id == owner), None) or self.triggerers()[-1]
         status = watched.status()
