@@ -175,9 +175,13 @@ class AirflowStack:
         component = next((c for c in reversed(self.processes) if c.name == "triggerer" and c.running()), None)
         if component is None:
             raise StackError("no triggerer is running")
+        self.kill(component)
+        return component
+
+    def kill(self, component: Component) -> None:
+        """SIGKILL one component and what it started (when a test must choose which of two triggerers dies)."""
         _signal_group(component, signal.SIGKILL)
         component.process.wait(timeout=10)
-        return component
 
     def stop(self, timeout: float = 20.0) -> None:
         """SIGTERM every component's process group, then SIGKILL what is left after `timeout`."""
