@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_broadcast import __version__
+from airflow_broadcast.config import provider_config
 
 
 def get_provider_info() -> dict[str, Any]:
@@ -32,6 +33,7 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": [
                     "airflow_broadcast.triggers.pod_completion",
                     "airflow_broadcast.triggers.job_reconcile",
+                    "airflow_broadcast.triggers.ttl_janitor",
                 ],
             }
         ],
@@ -51,4 +53,5 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["airflow_broadcast.sensors.broadcast_job", "airflow_broadcast.sensors.tf_job"],
             }
         ],
+        "config": provider_config(),
     }

@@ -1,4 +1,4 @@
-"""The single place that picks Airflow base classes by Airflow version."""
+"""The single place that picks Airflow base classes and configuration by Airflow version."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ if _BASE < MIN_AIRFLOW_VERSION:  # pragma: no cover - refused at install time to
         f"airflow-provider-broadcast needs Apache Airflow >= {MIN_AIRFLOW_VERSION}, found {_airflow_version}"
     )
 
+# The common-compat provider resolves each name to the Task SDK where it exists, else to Airflow core.
+from airflow.providers.common.compat.sdk import AirflowNotFoundException, conf  # noqa: E402
 from airflow.sdk import BaseHook, BaseOperator, BaseSensorOperator  # noqa: E402
 
-__all__ = ["AIRFLOW_V_3_3_PLUS", "BaseHook", "BaseOperator", "BaseSensorOperator"]
+__all__ = ["AIRFLOW_V_3_3_PLUS", "AirflowNotFoundException", "BaseHook", "BaseOperator", "BaseSensorOperator",
+           "conf"]

@@ -50,7 +50,7 @@ def _pool(kubeconfig: str, core: client.CoreV1Api, size: int, label: str) -> flo
 
 def _airflow(kubeconfig: str) -> AirflowEnv:
     env = AirflowEnv.create(REPO_ROOT / ".airflow-bench", REPO_ROOT / "benchmarks" / "dags", kubeconfig, fresh=False)
-    env.env["AIRFLOW_BROADCAST_MEASURE_LOOP_LAG"] = "1"
+    env.env["AIRFLOW__AIRFLOW_BROADCAST__MEASURE_LOOP_LAG"] = "True"
     return env
 
 
@@ -149,9 +149,9 @@ def bench_many(jobs: int, nodes_per_job: int) -> dict[str, Any]:
                                          "spec": {"nodeSelector": {"bench-pool": label}, "restartPolicy": "Never",
                                                   "containers": [{"name": "c", "image": "busybox"}]}}}}
             spec = parse_broadcast_job(raw, namespace=namespace)
-            sub = await submit_job(kube, "BroadcastJob", spec.name, namespace, to_manifest(spec), submitter="bench",
-                                   reattach=True, is_finished=driver.is_finished)
-            outcome = await run_reconcile_loop(kube, driver, namespace, sub.name, sub.uid, resync=30.0)
+            record, _ = await submit_job(kube, driver.kind, spec.name, namespace, to_manifest(spec), submitter="bench",
+                                         reattach=True)
+            outcome = await run_reconcile_loop(kube, driver, namespace, record.name, record.uid, resync=30.0)
             return outcome.reason
 
         t0 = time.monotonic()

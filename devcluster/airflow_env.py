@@ -71,6 +71,7 @@ class AirflowEnv:
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
             "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "120",
+            "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE": "True",  # as docs/index.md recommends: jobs run in the triggerer
             "KUBECONFIG": self.kubeconfig,
         })
         return env

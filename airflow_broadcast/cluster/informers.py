@@ -11,6 +11,7 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Callable, Hashable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Generic, TypeVar
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError, Gone
@@ -24,28 +25,33 @@ RELIST_SECONDS = 300.0
 HEALTHY_WATCH_SECONDS = 5.0
 
 
+@dataclass(eq=False)
 class Informer(Generic[T]):
-    """LIST then WATCH one collection; `transform` turns raw objects into typed values."""
+    """LIST then WATCH one collection; `transform` turns raw objects into typed values.
 
-    def __init__(self, client: KubeClient, path: str, transform: Callable[[JsonDict], T], *,
-                 label_selector: str = "", index_label: str = "",
-                 significant: Callable[[T], Hashable] | None = None) -> None:
-        self.client = client
-        self.path = path
-        self.transform = transform
-        self.label_selector = label_selector
-        self.index_label = index_label
-        self.significant = significant
-        self.values: dict[str, T] = {}
-        self._versions: dict[str, int] = {}
-        self._index: dict[str, set[str]] = {}
-        self._keys_index: dict[str, str] = {}
-        self._subscribers: dict[str, set[asyncio.Event]] = {}
-        self.synced = asyncio.Event()
-        self.listed = False
-        self.error: ClusterApiError | None = None
-        self._task: asyncio.Task[None] | None = None
-        self.events_seen = 0
+    `index_label` indexes objects by a label's value; `index_by` instead computes the index (e.g. an
+    Event's involvedObject.uid). `significant` says what an update must change to wake subscribers.
+    """
+
+    client: KubeClient
+    path: str
+    transform: Callable[[JsonDict], T]
+    _: KW_ONLY
+    label_selector: str = ""
+    index_label: str = ""
+    significant: Callable[[T], Hashable] | None = None
+    field_selector: str = ""
+    index_by: Callable[[JsonDict], str] | None = None
+    values: dict[str, T] = field(default_factory=dict, init=False)
+    synced: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    error: ClusterApiError | None = field(default=None, init=False)
+    events_seen: int = field(default=0, init=False)
+    _versions: dict[str, int] = field(default_factory=dict, init=False)
+    _index: dict[str, set[str]] = field(default_factory=dict, init=False)
+    _keys_index: dict[str, str] = field(default_factory=dict, init=False)
+    _subscribers: dict[str, set[asyncio.Event]] = field(default_factory=dict, init=False)
+    listed: bool = field(default=False, init=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False)
 
     # ---- reading -------------------------------------------------------------------------
     def items(self, index_value: str | None = None) -> list[T]:
@@ -78,10 +84,16 @@ class Informer(Generic[T]):
         old = self.values.get(key)
         self.values[key] = value
         self._versions[key] = version
-        index = str((meta.get("labels") or {}).get(self.index_label, "")) if self.index_label else ""
+        index = self._index_value(obj)
         self._move_index(key, index)
         if notify and (old is None or self.significant is None or self.significant(old) != self.significant(value)):
             self._notify(index)
+
+    def _index_value(self, obj: JsonDict) -> str:
+        if self.index_by is not None:
+            return self.index_by(obj)
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        return str(labels.get(self.index_label, "")) if self.index_label else ""
 
     def remove(self, name: str) -> None:
         if self.values.pop(name, None) is None:
@@ -110,8 +122,12 @@ class Informer(Generic[T]):
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run(), name=f"informer {self.path}")
 
+    def _query(self) -> dict[str, Any]:
+        selectors = {"labelSelector": self.label_selector, "fieldSelector": self.field_selector}
+        return {k: v for k, v in selectors.items() if v}
+
     async def _relist(self) -> str:
-        query: dict[str, Any] = {"labelSelector": self.label_selector} if self.label_selector else {}
+        query = self._query()
         fresh: dict[str, JsonDict] = {}
         version = ""
         async for page in self.client.list_pages(self.path, **query):
@@ -163,7 +179,7 @@ class Informer(Generic[T]):
                 await asyncio.sleep(delay)
 
     async def _watch_once(self, version: str) -> str:
-        query: dict[str, Any] = {"labelSelector": self.label_selector} if self.label_selector else {}
+        query = self._query()
         async for kind, obj in self.client.watch(self.path, resource_version=version, timeout_seconds=240,
                                                  **query):
             self.events_seen += 1
@@ -185,22 +201,23 @@ def _version(value: Any) -> int:
         return 0
 
 
-_registry: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[int, str, str], Informer[Any]]] = (
+_registry: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[int, str, str, str], Informer[Any]]] = (
     weakref.WeakKeyDictionary()
 )
 
 
 def shared_informer(client: KubeClient, path: str, transform: Callable[[JsonDict], T], *,
                     label_selector: str = "", index_label: str = "",
-                    significant: Callable[[T], Hashable] | None = None) -> Informer[T]:
-    """The running loop's informer for (client, path, selector), started on first use."""
+                    significant: Callable[[T], Hashable] | None = None, field_selector: str = "",
+                    index_by: Callable[[JsonDict], str] | None = None) -> Informer[T]:
+    """The running loop's informer for (client, path, selectors), started on first use."""
     loop = asyncio.get_running_loop()
     informers = _registry.setdefault(loop, {})
-    key = (id(client), path, label_selector)
+    key = (id(client), path, label_selector, field_selector)
     informer = informers.get(key)
     if informer is None:
         informer = Informer(client, path, transform, label_selector=label_selector, index_label=index_label,
-                            significant=significant)
+                            significant=significant, field_selector=field_selector, index_by=index_by)
         informers[key] = informer
         informer.start()
     return informer

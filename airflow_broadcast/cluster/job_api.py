@@ -15,26 +15,22 @@ from typing import Any
 from airflow_broadcast.cluster.api_errors import Conflict, NotFound
 from airflow_broadcast.cluster.job_events import record_job_deleted
 from airflow_broadcast.cluster.job_records import (
-    JOB_LABEL,
     KIND_LABEL,
     MANAGED_BY,
     MANAGED_BY_LABEL,
-    RECORD_PREFIX,
     get_record,
     is_record_of,
-    read_manifest,
-    read_status,
     record_name,
     record_path,
+    record_view,
     records_path,
     write_record,
 )
+from airflow_broadcast.cluster.kinds.registry import kind_for
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
-from airflow_broadcast.specs import broadcast_job as broadcast_job_spec
-from airflow_broadcast.specs import tf_job as tf_job_spec
-from airflow_broadcast.specs.field_errors import InvalidSpecError
+from airflow_broadcast.reconcilers.kind import JobKind
+from airflow_broadcast.reconcilers.observed import JobRecord
 
-DEFAULT_API_VERSION = {"TFJob": tf_job_spec.API_VERSION, "BroadcastJob": broadcast_job_spec.API_VERSION}
 PROPAGATION_POLICIES = ("Orphan", "Background", "Foreground")
 UPDATE_RETRIES = 5
 # Set by the API server: accepted in a patch (an object read with get_job can be sent back) but never stored.
@@ -67,55 +63,49 @@ class JobConflict(Conflict):
         return f"{self.kind} {self.namespace}/{self.name}: {self.api_message}"
 
 
-def _check_kind(kind: str) -> None:
-    if kind not in RECORD_PREFIX:
-        raise ValueError(f"unknown job kind {kind!r}; known kinds: {', '.join(sorted(RECORD_PREFIX))}")
-
-
-def job_object(kind: str, raw: Mapping[str, Any]) -> JsonDict:
-    """The job in the upstream shape, from its record: the manifest's identity and spec, the record's metadata."""
-    record_meta = raw.get("metadata") or {}
-    manifest = read_manifest(raw)
-    manifest_meta = manifest.get("metadata") or {}
+def job_object(kind: JobKind[Any, Any], record: JobRecord) -> JsonDict:
+    """The job in the upstream shape: the manifest's identity and spec, the record's metadata and status."""
+    record_meta = record.raw.get("metadata") or {}
+    manifest_meta = record.manifest.get("metadata") or {}
     metadata: JsonDict = {
-        "name": str((record_meta.get("labels") or {}).get(JOB_LABEL) or manifest_meta.get("name", "")),
-        "namespace": str(record_meta.get("namespace", "")),
+        "name": record.job_name or str(manifest_meta.get("name", "")),
+        "namespace": record.namespace,
         "labels": dict(manifest_meta.get("labels") or {}),
         "annotations": dict(manifest_meta.get("annotations") or {}),
-        "uid": str(record_meta.get("uid", "")),
+        "uid": record.uid,
         "creationTimestamp": record_meta.get("creationTimestamp"),
         "resourceVersion": str(record_meta.get("resourceVersion", "")),
     }
-    if record_meta.get("deletionTimestamp"):
+    if record.deleting:
         metadata["deletionTimestamp"] = record_meta["deletionTimestamp"]
     return {
-        "apiVersion": manifest.get("apiVersion") or DEFAULT_API_VERSION[kind],
-        "kind": kind,
+        "apiVersion": record.manifest.get("apiVersion") or kind.api_version,
+        "kind": kind.name,
         "metadata": metadata,
-        "spec": manifest.get("spec") or {},
-        "status": read_status(raw),
+        "spec": record.manifest.get("spec") or {},
+        "status": dict(record.status),
     }
 
 
-async def _read_record(client: KubeClient, kind: str, namespace: str, name: str, verb: str = "GET") -> JsonDict:
+async def _read_record(client: KubeClient, kind: str, namespace: str, name: str, verb: str = "GET") -> JobRecord:
     raw = await get_record(client, namespace, record_name(kind, name))
     if raw is None or not is_record_of(raw, kind, name):  # missing, or a ConfigMap that only has the name
         raise JobNotFound(kind, namespace, name, verb=verb)
-    return raw
+    return record_view(raw)
 
 
 async def get_job(client: KubeClient, kind: str, namespace: str, name: str) -> JsonDict:
     """The job as `{apiVersion, kind, metadata, spec, status}`; JobNotFound when it does not exist."""
-    _check_kind(kind)
-    return job_object(kind, await _read_record(client, kind, namespace, name))
+    job_kind = kind_for(kind)
+    return job_object(job_kind, await _read_record(client, job_kind.name, namespace, name))
 
 
 async def list_jobs(client: KubeClient, kind: str, namespace: str) -> list[JsonDict]:
     """Every job of `kind` in the namespace, sorted by name."""
-    _check_kind(kind)
-    selector = f"{MANAGED_BY_LABEL}={MANAGED_BY},{KIND_LABEL}={kind}"
+    job_kind = kind_for(kind)
+    selector = f"{MANAGED_BY_LABEL}={MANAGED_BY},{KIND_LABEL}={job_kind.name}"
     items, _ = await client.list_all(records_path(namespace), labelSelector=selector)
-    jobs = [job_object(kind, raw) for raw in items]
+    jobs = [job_object(job_kind, record_view(raw)) for raw in items]
     return sorted(jobs, key=lambda job: str(job["metadata"]["name"]))
 
 
@@ -159,17 +149,6 @@ def _split_patch(patch: Mapping[str, Any], namespace: str, name: str) -> tuple[J
     return body, preconditions
 
 
-def validate_update(kind: str, name: str, new: Mapping[str, Any], old: Mapping[str, Any], namespace: str) -> None:
-    """Raise InvalidSpecError (every problem, by field path) when the patched manifest is not a valid job."""
-    if kind == "TFJob":
-        errors = tf_job_spec.validate_tf_job_update(new, old, namespace=namespace)
-        if errors:
-            raise InvalidSpecError(kind, name, errors)
-        tf_job_spec.parse_tf_job(new, namespace=namespace)
-    else:
-        broadcast_job_spec.parse_broadcast_job(new, namespace=namespace)
-
-
 async def update_job(client: KubeClient, kind: str, namespace: str, name: str, patch: Mapping[str, Any], *,
                      retries: int = UPDATE_RETRIES) -> JsonDict:
     """Apply a JSON merge patch to the job's manifest and return the updated job.
@@ -179,27 +158,26 @@ async def update_job(client: KubeClient, kind: str, namespace: str, name: str, p
     in between, the record is read again and the patch re-applied (up to `retries` times).
     A `metadata.uid` or `metadata.resourceVersion` in the patch is a precondition, as on the API server.
     """
-    _check_kind(kind)
+    job_kind = kind_for(kind)
     body, preconditions = _split_patch(patch, namespace, name)
     for _ in range(retries + 1):
-        raw = await _read_record(client, kind, namespace, name, verb="PATCH")
-        meta = raw.get("metadata") or {}
+        record = await _read_record(client, kind, namespace, name, verb="PATCH")
+        meta = record.raw.get("metadata") or {}
         for field, wanted in preconditions.items():
             if str(meta.get(field, "")) != wanted:
                 raise JobConflict(kind, namespace, name, f"precondition failed: metadata.{field} is "
                                   f"{meta.get(field)!r}, the patch expects {wanted!r}", verb="PATCH")
-        old = read_manifest(raw)
-        new = json_merge_patch(old, body)
-        validate_update(kind, name, new, old, namespace)
-        if new == old:
-            return job_object(kind, raw)
+        new = json_merge_patch(record.manifest, body)
+        job_kind.validate_update(name, new, record.manifest, namespace=namespace)
+        if new == record.manifest:
+            return job_object(job_kind, record)
         try:
-            written = await write_record(client, raw, None, {}, manifest=new)
+            written = await write_record(client, record.raw, None, {}, manifest=new)
         except NotFound as exc:
             raise JobNotFound(kind, namespace, name, verb="PATCH") from exc
         except Conflict:
             continue
-        return job_object(kind, written)
+        return job_object(job_kind, record_view(written))
     raise JobConflict(kind, namespace, name, f"the job changed concurrently {retries + 1} times while the "
                       "update was applied; try again", verb="PATCH")
 
@@ -238,11 +216,11 @@ async def delete_job(client: KubeClient, kind: str, namespace: str, name: str, *
     children. Returns the job as it was just before the deletion. JobNotFound when it does not exist,
     JobConflict when a precondition does not hold.
     """
-    _check_kind(kind)
+    job_kind = kind_for(kind)
     body = delete_options(propagation_policy=propagation_policy, grace_period_seconds=grace_period_seconds,
                           preconditions_uid=preconditions_uid,
                           preconditions_resource_version=preconditions_resource_version, dry_run=dry_run)
-    raw = await _read_record(client, kind, namespace, name, verb="DELETE")
+    record = await _read_record(client, kind, namespace, name, verb="DELETE")
     try:
         await client.request("DELETE", record_path(namespace, record_name(kind, name)), body=body)
     except NotFound as exc:
@@ -251,5 +229,5 @@ async def delete_job(client: KubeClient, kind: str, namespace: str, name: str, *
         raise JobConflict(kind, namespace, name, f"not deleted, a precondition failed: {exc.api_message}",
                           verb="DELETE") from exc
     if not dry_run:
-        await record_job_deleted(client, raw)
-    return job_object(kind, raw)
+        await record_job_deleted(client, record.raw)
+    return job_object(job_kind, record)

@@ -18,6 +18,7 @@ from typing import Any
 
 from airflow_broadcast.cluster import job_metrics
 from airflow_broadcast.cluster.api_errors import ClusterApiError
+from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.reconcilers.plan import JobEvent
 
@@ -97,7 +98,8 @@ class EventRecorder:
             "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
         }
         try:
-            await self.client.request("POST", f"/api/v1/namespaces/{self.namespace}/events", body=body, retry=False)
+            await self.client.request("POST", api_path("v1", "events", namespace=self.namespace), body=body,
+                                      retry=False)
         except ClusterApiError as exc:
             log.debug("event %s not recorded: %s", event.reason, exc)
 

@@ -13,8 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_broadcast.cluster.api_errors import NotFound
+from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.reconcilers import expiry
+from airflow_broadcast.reconcilers.observed import JobRecord
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "airflow-broadcast"
@@ -31,11 +33,11 @@ def record_name(kind: str, job_name: str) -> str:
 
 
 def records_path(namespace: str) -> str:
-    return f"/api/v1/namespaces/{namespace}/configmaps"
+    return api_path("v1", "configmaps", namespace=namespace)
 
 
 def record_path(namespace: str, name: str) -> str:
-    return f"{records_path(namespace)}/{name}"
+    return api_path("v1", "configmaps", namespace=namespace, name=name)
 
 
 def new_record(kind: str, job_name: str, namespace: str, manifest: Mapping[str, Any],
@@ -66,6 +68,25 @@ def read_manifest(raw: Mapping[str, Any]) -> JsonDict:
 def read_status(raw: Mapping[str, Any]) -> JsonDict:
     data: JsonDict = json.loads((raw.get("data") or {}).get("status") or "{}")
     return data
+
+
+def record_view(raw: Mapping[str, Any]) -> JobRecord:
+    """The one typed view of a record, read once per version: identity, manifest, status, flags, and the raw object."""
+    meta = raw.get("metadata") or {}
+    name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
+    return JobRecord(
+        name=name,
+        namespace=str(meta.get("namespace", "")),
+        uid=uid,
+        owner_reference={"apiVersion": "v1", "kind": "ConfigMap", "name": name, "uid": uid,
+                         "controller": True, "blockOwnerDeletion": True},
+        status=read_status(raw),
+        annotations=dict(meta.get("annotations") or {}),
+        deleting=bool(meta.get("deletionTimestamp")),
+        job_name=str((meta.get("labels") or {}).get(JOB_LABEL, "")),
+        manifest=read_manifest(raw),
+        raw=raw,
+    )
 
 
 async def create_record(client: KubeClient, record: Mapping[str, Any]) -> JsonDict:

@@ -11,7 +11,8 @@ import asyncio
 import json
 import logging
 import random
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
 from typing import Any
 
 import aiohttp
@@ -220,40 +221,56 @@ class KubeClient:
     async def watch(self, path: str, *, resource_version: str, timeout_seconds: int = 300,
                     **query: Any) -> AsyncIterator[tuple[str, JsonDict]]:
         """Yield (type, object) watch events from `resource_version`; raise Gone when it expired."""
-        await self.limiter.acquire()
-        self.requests_sent += 1
         params = dict(query, watch="true", allowWatchBookmarks="true",
                       resourceVersion=resource_version, timeoutSeconds=timeout_seconds)
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=timeout_seconds + 30)
+        lines = self.stream_lines(path, query=params, read_timeout=timeout_seconds + 30, accept="application/json",
+                                  verb="WATCH")
+        async with aclosing(lines):
+            async for line in lines:
+                if not line.strip():
+                    continue
+                event = await _parse_body(line, "WATCH", path)
+                kind = event.get("type", "")
+                obj = event.get("object") or {}
+                if kind == "ERROR":
+                    status = int(obj.get("code", 500))
+                    raise error_from_response(status, json.dumps(obj), verb="WATCH", target=path)
+                yield kind, obj
+
+    async def stream_lines(self, path: str, *, query: Mapping[str, Any], read_timeout: float,
+                           accept: str = "*/*", verb: str = "GET",
+                           max_line_bytes: int | None = None) -> AsyncGenerator[bytes, None]:
+        """A streaming GET (a watch, or a pod log with follow=true): each line of the body as it arrives.
+
+        The stream ends when the server closes it; silence longer than `read_timeout` is a
+        TransportError. A line longer than `max_line_bytes` is cut there, so memory stays bounded.
+        """
+        await self.limiter.acquire()
+        self.requests_sent += 1
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=read_timeout)
         try:
             resp = await self._api.call_api(
-                path, "GET", query_params=list(params.items()),
-                header_params={"Accept": "application/json"}, auth_settings=["BearerToken"],
-                _preload_content=False, _request_timeout=timeout,
+                path, "GET", query_params=list(query.items()), header_params={"Accept": accept},
+                auth_settings=["BearerToken"], _preload_content=False, _request_timeout=timeout,
             )
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            raise TransportError(0, "Unreachable", f"{type(exc).__name__}: {exc}",
-                                 verb="WATCH", target=path) from exc
+            raise TransportError(0, "Unreachable", f"{type(exc).__name__}: {exc}", verb=verb, target=path) from exc
         async with resp:
             if resp.status != 200:
                 raw = await resp.read()
-                raise error_from_response(resp.status, raw, verb="WATCH", target=path,
+                raise error_from_response(resp.status, raw, verb=verb, target=path,
                                           retry_after=resp.headers.get("Retry-After"))
             buffer = b""
             try:
                 async for chunk in resp.content.iter_any():
-                    buffer += chunk
-                    while b"\n" in buffer:
-                        line, buffer = buffer.split(b"\n", 1)
-                        if not line.strip():
-                            continue
-                        event = await _parse_body(line, "WATCH", path)
-                        kind = event.get("type", "")
-                        obj = event.get("object") or {}
-                        if kind == "ERROR":
-                            status = int(obj.get("code", 500))
-                            raise error_from_response(status, json.dumps(obj), verb="WATCH", target=path)
-                        yield kind, obj
+                    *lines, buffer = (buffer + chunk).split(b"\n")
+                    if max_line_bytes is not None and len(buffer) > max_line_bytes:
+                        lines.append(buffer[:max_line_bytes])
+                        buffer = b""
+                    for line in lines:
+                        yield line
+                if buffer:
+                    yield buffer
             except (TimeoutError, aiohttp.ClientError, OSError) as exc:
                 raise TransportError(0, "Unreachable", f"{type(exc).__name__}: {exc}",
-                                     verb="WATCH", target=path) from exc
+                                     verb=verb, target=path) from exc

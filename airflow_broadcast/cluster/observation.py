@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from typing import Any
 
+from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.reconcilers.observed import (
     ContainerExit,
-    JobRecord,
     NodeInfo,
     PodGroupInfo,
     PodInfo,
@@ -16,7 +16,7 @@ from airflow_broadcast.reconcilers.observed import (
 )
 from airflow_broadcast.specs.timestamps import from_rfc3339
 
-PRIORITY_CLASSES_PATH = "/apis/scheduling.k8s.io/v1/priorityclasses"
+PRIORITY_CLASSES_PATH = api_path("scheduling.k8s.io/v1", "priorityclasses")
 
 
 def _controller(meta: Mapping[str, Any]) -> tuple[str, str]:
@@ -104,20 +104,4 @@ def node_significance(node: NodeInfo) -> Hashable:
         node.taints,
         node.unschedulable,
         tuple(sorted(node.allocatable.items())),
-    )
-
-
-def record_view(record: Mapping[str, Any], status: Mapping[str, Any]) -> JobRecord:
-    meta = record.get("metadata") or {}
-    return JobRecord(
-        name=str(meta.get("name", "")),
-        namespace=str(meta.get("namespace", "")),
-        uid=str(meta.get("uid", "")),
-        owner_reference={
-            "apiVersion": "v1", "kind": "ConfigMap", "name": str(meta.get("name", "")),
-            "uid": str(meta.get("uid", "")), "controller": True, "blockOwnerDeletion": True,
-        },
-        status=status,
-        annotations=dict(meta.get("annotations") or {}),
-        deleting=bool(meta.get("deletionTimestamp")),
     )

@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from airflow_broadcast.cluster import job_metrics
 from airflow_broadcast.cluster.api_errors import AlreadyExists, ClusterApiError, Conflict, NotFound, TransportError
+from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.informers import Informer
 from airflow_broadcast.cluster.job_events import EventRecorder
 from airflow_broadcast.cluster.job_records import write_record
@@ -55,26 +56,22 @@ _PLURALS = {"Pod": "pods", "Service": "services", "PodGroup": "podgroups"}
 
 
 def _path(kind: str, namespace: str, name: str = "", api_version: str = "v1") -> str:
-    group = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-    base = f"{group}/namespaces/{namespace}/{_PLURALS[kind]}"
-    return f"{base}/{name}" if name else base
+    return api_path(api_version, _PLURALS[kind], namespace=namespace, name=name or None)
 
 
+@dataclass
 class PlanExecutor:
     """Applies plans for one job record; keeps the shared caches ahead of the watch (X1/X2)."""
 
-    def __init__(self, client: KubeClient, namespace: str, record_uid: str, *,
-                 pods: Informer[Any] | None = None, services: Informer[Any] | None = None,
-                 style: ChildEventStyle | None = None, kind: str = "",
-                 pod_groups: Informer[Any] | None = None) -> None:
-        self.client = client
-        self.kind = kind
-        self.pod_groups = pod_groups
-        self.namespace = namespace
-        self.record_uid = record_uid
-        self.pods = pods
-        self.services = services
-        self.style = style or ChildEventStyle()
+    client: KubeClient
+    namespace: str
+    record_uid: str
+    _: KW_ONLY
+    pods: Informer[Any] | None = None
+    services: Informer[Any] | None = None
+    style: ChildEventStyle = field(default_factory=ChildEventStyle)
+    kind: str = ""
+    pod_groups: Informer[Any] | None = None
 
     async def apply(self, plan: Plan, record: Mapping[str, Any], events: EventRecorder) -> ApplyResult:
         result = ApplyResult()

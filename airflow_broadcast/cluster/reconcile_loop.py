@@ -11,8 +11,9 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol, TypeVar
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError, Forbidden, NotFound, Unauthorized
 from airflow_broadcast.cluster.informers import Informer, shared_informer
@@ -22,20 +23,23 @@ from airflow_broadcast.cluster.job_records import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
     get_record,
-    read_manifest,
-    read_status,
+    record_view,
     records_path,
 )
+from airflow_broadcast.cluster.job_warnings import JobWarning, JobWarnings, events_informer
 from airflow_broadcast.cluster.kube_client import Backoff, JsonDict, KubeClient
-from airflow_broadcast.cluster.observation import record_view
 from airflow_broadcast.cluster.plan_executor import ChildEventStyle, PlanExecutor
+from airflow_broadcast.reconcilers.kind import JobKind
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.reconcilers.plan import Plan, earliest
+from airflow_broadcast.reconcilers.startup import check_startup
+from airflow_broadcast.specs.manifest_limits import check_stored_manifest
 
 log = logging.getLogger(__name__)
 RESYNC_SECONDS = 30.0
 MIN_PASS_INTERVAL = 0.25
 THREAD_THRESHOLD = 200
+ObservedT = TypeVar("ObservedT")
 
 
 @dataclass
@@ -49,29 +53,46 @@ class WatchSet:
     priorities: Informer[Any] | None = None
 
 
-class JobDriver(Protocol):
-    """What the engine needs from a job kind."""
+class JobDriver(Protocol[ObservedT]):
+    """A job kind plus the cluster side of it: what to watch, and what a pass observes from the caches."""
 
-    kind: str
-    style: ChildEventStyle
+    @property
+    def kind(self) -> JobKind[ObservedT, Any]: ...
+
+    @property
+    def style(self) -> ChildEventStyle: ...
 
     def watch(self, client: KubeClient, namespace: str) -> WatchSet: ...
 
-    def reconcile(self, manifest: Mapping[str, Any], record: JobRecord, watched: WatchSet, now: float) -> Plan: ...
-
-    def settled(self, manifest: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
-        """True when a waiting task may return although the job is not finished (BroadcastJob `Never`)."""
+    def observe(self, watched: WatchSet, uid: str) -> ObservedT:
+        """A snapshot of the job's children (safe to reconcile in another thread)."""
         ...
+
+
+class LoopReason(StrEnum):
+    """Why the loop stopped; the values are the `status` of the trigger's event."""
+
+    FINISHED = "finished"
+    SETTLED = "settled"
+    PENDING = "pending"
+    GONE = "gone"
+    TIMEOUT = "timeout"
+    STARTUP_TIMEOUT = "startup_timeout"
+    INVALID = "invalid"
+    ERROR = "error"
 
 
 @dataclass
 class LoopOutcome:
-    """Why the loop stopped: finished, settled, gone, timeout or invalid; plus the last record."""
+    """Why the loop stopped, the record as last read (None if it was never read), and a message."""
 
-    reason: str
-    record: JsonDict | None
-    status: JsonDict = field(default_factory=dict)
+    reason: LoopReason
+    record: JobRecord | None
     message: str = ""
+
+    @property
+    def status(self) -> Mapping[str, Any]:
+        return self.record.status if self.record is not None else {}
 
 
 def record_informer(client: KubeClient, namespace: str) -> Informer[JsonDict]:
@@ -80,11 +101,18 @@ def record_informer(client: KubeClient, namespace: str) -> Informer[JsonDict]:
 
 
 async def run_reconcile_loop(
-    client: KubeClient, driver: JobDriver, namespace: str, record_name: str, uid: str, *,
+    client: KubeClient, driver: JobDriver[ObservedT], namespace: str, record_name: str, uid: str, *,
     deadline: float | None = None, resync: float = RESYNC_SECONDS,
-    progress: Callable[[Mapping[str, Any], Mapping[str, Any]], None] | None = None, single_pass: bool = False,
+    progress: Callable[[JobRecord], None] | None = None, single_pass: bool = False,
+    startup_timeout: float | None = None, warnings: Callable[[JobWarning], None] | None = None,
+    thread_threshold: int = THREAD_THRESHOLD,
 ) -> LoopOutcome:
-    """Drive one job until it finishes (or settles), disappears, or `deadline` (epoch) passes."""
+    """Drive one job until it finishes (or settles), disappears, or `deadline` (epoch) passes.
+
+    `startup_timeout` (seconds) ends it when a pod has been Pending that long; `warnings`
+    receives the job's Warning events and warning pod statuses as they appear. A pass over
+    more than `thread_threshold` children and nodes runs in a worker thread.
+    """
     records = record_informer(client, namespace)
     watched = driver.watch(client, namespace)
     for informer in (records, watched.children, watched.services, watched.nodes):
@@ -92,7 +120,7 @@ async def run_reconcile_loop(
             await informer.wait_synced()
     missing = await _sync_optional(watched)
     if missing is not None:
-        return LoopOutcome("error", None, message=missing)
+        return LoopOutcome(LoopReason.ERROR, None, missing)
     wake = asyncio.Event()
     job_name = ""
     subscriptions: list[tuple[Informer[Any], str]] = [(watched.children, uid)]
@@ -106,33 +134,44 @@ async def run_reconcile_loop(
         informer.subscribe(key, wake)
     failures = Backoff(1.0, 30.0)
     executor = PlanExecutor(client, namespace, uid, pods=watched.children, services=watched.services,
-                            style=driver.style, kind=driver.kind, pod_groups=watched.pod_groups)
+                            style=driver.style, kind=driver.kind.name, pod_groups=watched.pod_groups)
+    trouble: JobWarnings | None = None
+    feed: asyncio.Task[None] | None = None
     try:
         while True:
             raw = records.values.get(record_name)
             if raw is None or (raw.get("metadata") or {}).get("uid") != uid:
-                return LoopOutcome("gone", None, message=f"job record {namespace}/{record_name} (uid {uid}) is gone")
+                message = f"job record {namespace}/{record_name} (uid {uid}) is gone"
+                return LoopOutcome(LoopReason.GONE, None, message)
+            try:
+                check_stored_manifest(str((raw.get("data") or {}).get("manifest") or ""))
+                record = record_view(raw)
+            except (ValueError, RecursionError) as exc:  # a hand-edited record, too big or not JSON
+                return LoopOutcome(LoopReason.INVALID, None, f"job record {namespace}/{record_name}: {exc}"[:1000])
             if not job_name:
-                job_name = str(((raw.get("metadata") or {}).get("labels") or {}).get(JOB_LABEL, ""))
+                job_name = record.job_name
                 records.subscribe(job_name, wake)
+                if warnings is not None or startup_timeout:
+                    trouble = JobWarnings(watched.children, events_informer(client, namespace), uid,
+                                          f"{driver.kind.name} {namespace}/{job_name}")
+                if warnings is not None and trouble is not None and not single_pass:
+                    feed = asyncio.get_running_loop().create_task(trouble.feed(warnings))
             wake.clear()
-            manifest, status = read_manifest(raw), read_status(raw)
-            record = record_view(raw, status)
             started = time.monotonic()
             try:
-                plan = await _reconcile(driver, manifest, record, watched)
+                plan = await _reconcile(driver, record, watched, thread_threshold)
             except ValueError as exc:  # the record's manifest no longer validates (edited by hand)
-                return LoopOutcome("invalid", raw, status, str(exc))
+                return LoopOutcome(LoopReason.INVALID, record, str(exc))
             failure = _permanent_watch_error(records, watched)
             if failure is not None:
-                return LoopOutcome("error", raw, status, failure.describe())
+                return LoopOutcome(LoopReason.ERROR, record, failure.describe())
             try:
                 applied = await executor.apply(plan, raw, EventRecorder(client, raw))
             except ClusterApiError as exc:
                 if not exc.retryable:
                     raise
                 if deadline is not None and time.time() >= deadline:
-                    return LoopOutcome("timeout", raw, status, "the task's execution deadline passed")
+                    return LoopOutcome(LoopReason.TIMEOUT, record, "the task's execution deadline passed")
                 delay = failures.next(exc.retry_after)  # the API is down or throttling: the next pass retries
                 log.warning("pass on %s/%s failed (%s); retrying in %.1f s", namespace, record_name, exc, delay)
                 await asyncio.sleep(delay)
@@ -144,19 +183,23 @@ async def run_reconcile_loop(
                 continue
             if applied.record is not None:
                 records.upsert(applied.record, notify=False)
-                raw, status = applied.record, read_status(applied.record)
+                raw, record = applied.record, record_view(applied.record)
             if progress is not None:
-                progress(status, raw)
+                progress(record)
             if plan.finished:  # its TTL expiry is stamped; the task that reads the result or the sweeper deletes
-                return LoopOutcome("finished", raw, status)
-            if driver.settled(manifest, status):
-                return LoopOutcome("settled", raw, status)
-            if single_pass:
-                return LoopOutcome("pending", raw, status)
+                return LoopOutcome(LoopReason.FINISHED, record)
+            if driver.kind.settled(record):
+                return LoopOutcome(LoopReason.SETTLED, record)
             now = time.time()
+            startup = check_startup(watched.children.items(uid), now, startup_timeout)
+            if startup.stall is not None and trouble is not None and startup_timeout:
+                return LoopOutcome(LoopReason.STARTUP_TIMEOUT, record, trouble.explain(startup.stall, startup_timeout))
+            if single_pass:
+                return LoopOutcome(LoopReason.PENDING, record)
             if deadline is not None and now >= deadline:
-                return LoopOutcome("timeout", raw, status, "the task's execution deadline passed")
-            timeout = earliest(plan.requeue_after, resync, None if deadline is None else deadline - now)
+                return LoopOutcome(LoopReason.TIMEOUT, record, "the task's execution deadline passed")
+            timeout = earliest(plan.requeue_after, resync, None if deadline is None else deadline - now,
+                               None if startup.next_check is None else startup.next_check - now)
             if applied.create_errors:
                 timeout = earliest(timeout, 2.0)  # R7: failed batches retry soon
             await _wait(wake, timeout)
@@ -164,11 +207,23 @@ async def run_reconcile_loop(
             if spent < MIN_PASS_INTERVAL:
                 await asyncio.sleep(MIN_PASS_INTERVAL - spent)  # coalesce bursts of watch events
     finally:
+        if feed is not None:
+            feed.cancel()
+            await asyncio.gather(feed, return_exceptions=True)
+        await _report_rest(trouble, warnings, single_pass)
         await flush_events()
         for informer, key in subscriptions:
             informer.unsubscribe(key, wake)
         if job_name:
             records.unsubscribe(job_name, wake)
+
+
+async def _report_rest(trouble: JobWarnings | None, warnings: Callable[[JobWarning], None] | None,
+                       single_pass: bool) -> None:
+    """The warnings not reported yet: a poke's single pass (no feed runs), or what came after the feed's last look."""
+    if trouble is not None and warnings is not None:
+        for warning in [*(await trouble.ready(10.0) if single_pass else []), *trouble.collect()]:
+            warnings(warning)
 
 
 async def _refresh_record(client: KubeClient, records: Informer[JsonDict], namespace: str, record_name: str) -> bool:
@@ -223,31 +278,15 @@ def _permanent_watch_error(*informers: Any) -> ClusterApiError | None:
     return None
 
 
-async def _reconcile(driver: JobDriver, manifest: Mapping[str, Any], record: JobRecord, watched: WatchSet) -> Plan:
-    """Run the pure pass; large jobs run it in a worker thread so the event loop keeps ticking."""
+async def _reconcile(driver: JobDriver[ObservedT], record: JobRecord, watched: WatchSet,
+                     thread_threshold: int = THREAD_THRESHOLD) -> Plan:
+    """Run the pure pass on a snapshot of the caches; large jobs run it in a worker thread so the loop keeps ticking."""
+    observed = driver.observe(watched, record.uid)
     now = time.time()
     size = len(watched.children.items(record.uid)) + (len(watched.nodes.values) if watched.nodes else 0)
-    if size < THREAD_THRESHOLD:
-        return driver.reconcile(manifest, record, watched, now)
-    snapshot = WatchSet(
-        children=_Frozen(watched.children, record.uid),  # type: ignore[arg-type]
-        services=_Frozen(watched.services, record.uid) if watched.services else None,  # type: ignore[arg-type]
-        nodes=_Frozen(watched.nodes, None) if watched.nodes else None,  # type: ignore[arg-type]
-        pod_groups=_Frozen(watched.pod_groups, record.uid) if watched.pod_groups else None,  # type: ignore[arg-type]
-        priorities=_Frozen(watched.priorities, None) if watched.priorities else None,  # type: ignore[arg-type]
-    )
-    return await asyncio.to_thread(driver.reconcile, manifest, record, snapshot, now)
-
-
-class _Frozen:
-    """A read-only copy of an informer's items, safe to read from another thread."""
-
-    def __init__(self, informer: Informer[Any], index: str | None) -> None:
-        self._items = informer.items(index)
-        self.values = {i: v for i, v in enumerate(self._items)}
-
-    def items(self, index_value: str | None = None) -> list[Any]:
-        return self._items
+    if size < thread_threshold:
+        return driver.kind.reconcile(record, observed, now)
+    return await asyncio.to_thread(driver.kind.reconcile, record, observed, now)
 
 
 async def _wait(event: asyncio.Event, timeout: float | None) -> None:
@@ -255,11 +294,3 @@ async def _wait(event: asyncio.Event, timeout: float | None) -> None:
         await asyncio.wait_for(event.wait(), timeout)
     except TimeoutError:
         pass
-
-
-async def current_record(client: KubeClient, namespace: str, record_name: str) -> JsonDict | None:
-    """The record as the shared cache has it (started and synced on demand)."""
-    records = record_informer(client, namespace)
-    await records.wait_synced()
-    return records.values.get(record_name)
-

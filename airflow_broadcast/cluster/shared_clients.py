@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -23,8 +22,12 @@ _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, KubeCli
 _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
-async def shared_client(key: str, make_api_client: ApiClientFactory, **options: Any) -> KubeClient:
-    """The client for `key` on the running loop, created once with `make_api_client()`."""
+async def shared_client(key: str, make_api_client: ApiClientFactory, *, freeze_heap: bool = True,
+                        **options: Any) -> KubeClient:
+    """The client for `key` on the running loop, created once with `make_api_client()` and KubeClient `options`.
+
+    `freeze_heap`: freeze the start-up heap when the process builds its first client (see below).
+    """
     loop = asyncio.get_running_loop()
     clients = _clients.setdefault(loop, {})
     client = clients.get(key)
@@ -36,7 +39,8 @@ async def shared_client(key: str, make_api_client: ApiClientFactory, **options: 
         if client is None:
             client = KubeClient(await make_api_client(), **options)
             clients[key] = client
-            _freeze_startup_heap()
+            if freeze_heap:
+                _freeze_startup_heap()
     return client
 
 
@@ -49,10 +53,10 @@ def _freeze_startup_heap() -> None:
     In a triggerer the heap holds millions of long-lived objects, and a full collection
     triggered by reconcile traffic then stalls the event loop for 0.5-2 s (measured: see
     docs/performance.md). gc.freeze() is O(1) and makes later full collections scan only
-    newer objects. Set AIRFLOW_BROADCAST_GC_FREEZE=false to keep the default behaviour.
+    newer objects. The `[airflow_broadcast] freeze_startup_heap` setting turns it off.
     """
     global _frozen  # noqa: PLW0603
-    if _frozen or os.environ.get("AIRFLOW_BROADCAST_GC_FREEZE", "true").lower() in ("false", "0", "no"):
+    if _frozen:
         return
     _frozen = True
     gc.freeze()

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from airflow_broadcast.cluster import job_api
-from airflow_broadcast.cluster.job_records import RECORD_PREFIX
+from airflow_broadcast.cluster.kinds.registry import check_kind
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook, connection_namespace
@@ -38,9 +38,7 @@ class JobClient:
 
     def __init__(self, kind: str = "TFJob", kubernetes_conn_id: str = "kubernetes_default",
                  namespace: str | None = None, cluster_context: str | None = None) -> None:
-        if kind not in RECORD_PREFIX:
-            raise ValueError(f"unknown job kind {kind!r}; known kinds: {', '.join(sorted(RECORD_PREFIX))}")
-        self.kind = kind
+        self.kind = check_kind(kind)
         self.kubernetes_conn_id = kubernetes_conn_id
         self.cluster_context = cluster_context
         self._namespace = namespace

@@ -4,44 +4,49 @@ Each counter is `airflow_broadcast.<framework>.<metric>`, e.g.
 `airflow_broadcast.tensorflow.jobs_successful`, tagged `job_namespace` and `framework`
 (training-operator's Prometheus labels). Installed when this provider's hook module is imported,
 which every operator, sensor and trigger of the provider does.
+
+Airflow 3.2+ configures a different stats module per component, both behind public modules: the task
+runner sets up the Task SDK's (`airflow.sdk.observability.stats`), the triggerer sets up core's
+(`airflow.observability.stats`), which its trigger subprocess inherits. Counters go to the worker's
+unless the trigger has said that this process is a triggerer. Airflow 3.1 has one `airflow.stats.Stats`.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib
 from collections.abc import Mapping
-from types import ModuleType
+from typing import Any, Protocol
 
 from airflow_broadcast.cluster import job_metrics
 
 PREFIX = "airflow_broadcast"
-# Airflow 3.2+ ships two copies of its stats module: the task runner configures the Task SDK's,
-# the triggerer (whose trigger subprocess inherits it) configures core's, and either may also hold
-# a no-op set up at import. Counters go to the one with a real backend, else to the Task SDK's.
-_STATS_MODULES = ("airflow.sdk._shared.observability.metrics.stats", "airflow._shared.observability.metrics.stats")
+WORKER_STATS = "airflow.sdk.observability.stats"
+TRIGGERER_STATS = "airflow.observability.stats"
 
 
-@functools.cache
-def _stats_modules() -> tuple[ModuleType, ...]:
-    """Imported once: counters are sent from the reconcile loop, once per pod created or deleted."""
-    found = []
-    for name in _STATS_MODULES:
-        try:
-            found.append(importlib.import_module(name))
-        except ImportError:
-            continue
-    return tuple(found)
+class StatsClient(Protocol):
+    def incr(self, stat: str, count: int | None = None, rate: float | None = None, *,
+             tags: dict[str, Any] | None = None) -> None: ...
 
 
-def _configured_stats() -> ModuleType | None:
-    """The first stats module set up with a real backend (an unset or NoStatsLogger factory sends nothing)."""
-    modules = _stats_modules()
-    for module in modules:
-        factory = getattr(module, "_factory", None)
-        if factory is not None and getattr(factory, "__name__", "") != "NoStatsLogger":
-            return module
-    return modules[0] if modules else None
+_in_triggerer = False  # module state on purpose: a process is a triggerer or a worker for its whole life
+
+
+def running_in_triggerer() -> None:
+    """Called by the trigger: this process's counters go to the stats module the triggerer set up."""
+    global _in_triggerer  # noqa: PLW0603
+    _in_triggerer = True
+
+
+def airflow_stats() -> StatsClient:
+    """The public stats interface this process's Airflow component configured."""
+    try:
+        stats: StatsClient = importlib.import_module(TRIGGERER_STATS if _in_triggerer else WORKER_STATS)
+    except ImportError:  # Airflow 3.1
+        from airflow.stats import Stats
+
+        return Stats
+    return stats
 
 
 def stat_name(metric: str, tags: Mapping[str, str]) -> str:
@@ -49,13 +54,7 @@ def stat_name(metric: str, tags: Mapping[str, str]) -> str:
 
 
 def airflow_stats_sink(metric: str, amount: int, tags: Mapping[str, str]) -> None:
-    stats = _configured_stats()
-    if stats is not None:
-        stats.incr(stat_name(metric, tags), amount, tags=dict(tags))
-        return
-    from airflow.stats import Stats  # Airflow < 3.2
-
-    Stats.incr(stat_name(metric, tags), amount, tags=dict(tags))
+    airflow_stats().incr(stat_name(metric, tags), amount, tags=dict(tags))
 
 
 def install_airflow_metrics() -> None:

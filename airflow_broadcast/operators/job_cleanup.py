@@ -7,6 +7,7 @@ from typing import Any
 
 from airflow_broadcast.cluster.ttl_sweeper import sweep_expired_records
 from airflow_broadcast.cluster.worker_loop import run_on_worker
+from airflow_broadcast.config import current_settings
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook, connection_namespace
 from airflow_broadcast.version_compat import BaseOperator
 
@@ -31,13 +32,15 @@ class JobCleanupOperator(BaseOperator):
 
     def execute(self, context: Any) -> list[str]:
         namespaces = list(self.namespaces or [connection_namespace(self.kubernetes_conn_id)])
+        grace = current_settings().unread_result_grace_seconds
 
         async def sweep() -> list[str]:
             hook = BroadcastKubernetesHook(self.kubernetes_conn_id, cluster_context=self.cluster_context)
             client = await hook.kube_client()
             deleted: list[str] = []
             for namespace in namespaces:
-                deleted += [f"{namespace}/{name}" for name in await sweep_expired_records(client, namespace)]
+                swept = await sweep_expired_records(client, namespace, unread_grace=grace)
+                deleted += [f"{namespace}/{name}" for name in swept]
             return deleted
 
         deleted = run_on_worker(sweep)

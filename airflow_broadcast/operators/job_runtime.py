@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
+from airflow_broadcast.cluster.api_paths import InvalidApiPath
 from airflow_broadcast.cluster.job_control import stop_active_children
 from airflow_broadcast.cluster.job_events import record_job_deleted
 from airflow_broadcast.cluster.job_records import (
@@ -19,44 +19,26 @@ from airflow_broadcast.cluster.job_records import (
     RESULT_READ,
     delete_record,
     get_record,
-    read_manifest,
-    read_status,
+    record_view,
     write_record,
 )
-from airflow_broadcast.cluster.kinds.registry import driver_for
-from airflow_broadcast.cluster.pod_logs import log_tails
-from airflow_broadcast.cluster.reconcile_loop import run_reconcile_loop
+from airflow_broadcast.cluster.pod_logs import TAIL_BYTES, log_tails
+from airflow_broadcast.cluster.reconcile_loop import LoopReason
 from airflow_broadcast.cluster.worker_loop import run_on_worker
-from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
+from airflow_broadcast.exceptions import JobFailedError, JobStartupTimeoutError, JobTimeoutError
+from airflow_broadcast.operators.task_output import shown_log_tail, shown_message, shown_result
+from airflow_broadcast.reconcilers.kind import JobIdentity, JobKind
 from airflow_broadcast.specs.timestamps import from_rfc3339
-from airflow_broadcast.triggers.progress import ProgressLog
+from airflow_broadcast.triggers.job_reconcile import JobTriggerArgs, TaskKey, drive_job
+from airflow_broadcast.triggers.progress import TaskLog
 
 DEFER_MARGIN_SECONDS = 60.0
-T = TypeVar("T")
-
-
-class JobFailedError(RuntimeError):
-    """The job ended Failed; the message names the cause and the failed children."""
-
-
-class JobTimeoutError(RuntimeError):
-    """The task's execution deadline passed while the job was still running."""
-
-
-@dataclass(frozen=True)
-class JobTarget:
-    """Which record a task drives, and how to reach the cluster."""
-
-    kind: str
-    namespace: str
-    record_name: str
-    uid: str
-    kubernetes_conn_id: str
-    cluster_context: str | None
-    options: Mapping[str, Any]
-
-    def hook(self) -> BroadcastKubernetesHook:
-        return BroadcastKubernetesHook(self.kubernetes_conn_id, cluster_context=self.cluster_context)
+MAX_DEFER_SECONDS = 100 * 365 * 86400.0
+DEFAULT_STARTUP_TIMEOUT_SECONDS = 600.0  # long enough for an autoscaled node or a large image; see the docs
+TIMEOUTS: dict[LoopReason, tuple[type[JobTimeoutError], str]] = {
+    LoopReason.TIMEOUT: (JobTimeoutError, "Execution deadline passed"),
+    LoopReason.STARTUP_TIMEOUT: (JobStartupTimeoutError, "Start-up timeout"),
+}
 
 
 def execution_deadline(context: Mapping[str, Any], execution_timeout: Any) -> float | None:
@@ -69,64 +51,82 @@ def execution_deadline(context: Mapping[str, Any], execution_timeout: Any) -> fl
 
 
 def defer_timeout(deadlines: list[float | None], resync: float) -> float | None:
-    """Seconds for defer(timeout=...): the earliest deadline plus a margin, a backstop only."""
+    """Seconds for defer(timeout=...): the earliest deadline plus a margin, a backstop only.
+
+    None when there is no deadline, or when it is too far away to be one (an int64
+    activeDeadlineSeconds would overflow a timedelta).
+    """
     present = [d for d in deadlines if d is not None]
     if not present:
         return None
-    return max(1.0, min(present) - time.time()) + max(DEFER_MARGIN_SECONDS, 2 * resync)
+    timeout = max(1.0, min(present) - time.time()) + max(DEFER_MARGIN_SECONDS, 2 * resync)
+    return timeout if timeout <= MAX_DEFER_SECONDS else None
 
 
-def run_inline(target: JobTarget, deadline: float | None, resync: float, log: Any,
-               single_pass: bool = False) -> tuple[str, str]:
-    """Drive the job from the worker (deferrable=False or poke mode); returns (outcome, message)."""
+def task_key(context: Mapping[str, Any]) -> TaskKey:
+    """Which task instance defers, so that a trigger's on_kill can tell a reassignment from a kill."""
+    ti = context["ti"]
+    return {"dag_id": ti.dag_id, "task_id": ti.task_id, "run_id": ti.run_id}
 
-    async def drive() -> tuple[str, str]:
-        client = await target.hook().kube_client()
-        driver = driver_for(target.kind, dict(target.options))
-        outcome = await run_reconcile_loop(client, driver, target.namespace, target.record_name, target.uid,
-                                           deadline=deadline, resync=resync,
-                                           progress=ProgressLog(log, driver).update, single_pass=single_pass)
+
+def run_inline(args: JobTriggerArgs, log: TaskLog, *, single_pass: bool = False) -> tuple[LoopReason, str]:
+    """Drive the job from the worker (deferrable=False or poke mode), as the trigger would; (outcome, message)."""
+
+    async def drive() -> tuple[LoopReason, str]:
+        outcome = await drive_job(args, await args.hook().kube_client(), log, single_pass=single_pass)
         return outcome.reason, outcome.message
 
     return run_on_worker(drive)
 
 
-def conclude(target: JobTarget, outcome: str, message: str, log: Any, *,
-             log_tail_lines: int = 50, max_logged_failures: int = 5, on_timeout_stop: bool = True) -> dict[str, Any]:
-    """Read the final state (and failed logs), apply TTL, and return the summary or raise why not."""
+def conclude(args: JobTriggerArgs, outcome: str, message: str, log: TaskLog, *,
+             log_tail_lines: int = 50, max_logged_failures: int = 5) -> JobIdentity:
+    """Read the final state (and failed logs), apply TTL, and return the kind's summary or raise why not.
 
-    async def collect() -> dict[str, Any]:
-        client = await target.hook().kube_client()
-        driver = driver_for(target.kind, dict(target.options))
-        raw = await get_record(client, target.namespace, target.record_name)
-        if raw is None or (raw.get("metadata") or {}).get("uid") != target.uid:
-            raise JobFailedError(f"{target.kind} record {target.namespace}/{target.record_name} disappeared "
-                                 f"before its result was read ({message or outcome})")
-        status = read_status(raw)
-        summary: dict[str, Any] = driver.summary(raw, status)
-        if outcome == "timeout":
-            if on_timeout_stop:
-                stopped = await stop_active_children(client, target.namespace, target.record_name, target.uid)
-                log.warning("Execution deadline passed: deleted %d active pod(s)", stopped)
-            raise JobTimeoutError(f"{target.kind} {target.namespace}/{summary['name']}: {message}")
-        if outcome in ("invalid", "error", "gone"):
-            raise JobFailedError(f"{target.kind} {target.namespace}/{summary['name']}: {message}")
-        failure = driver.failure(summary)
+    A timeout (the execution deadline, or a pod past the start-up timeout) stops the job's active
+    pods unless `args.on_kill_action` is `keep`.
+    """
+    reason = LoopReason(outcome)
+
+    async def collect() -> JobIdentity:
+        client = await args.hook().kube_client()
+        kind: JobKind[Any, JobIdentity] = args.driver().kind
+        raw = await get_record(client, args.namespace, args.record_name)
+        if raw is None or (raw.get("metadata") or {}).get("uid") != args.uid:
+            raise JobFailedError(shown_message(f"{args.kind} record {args.namespace}/{args.record_name} disappeared "
+                                               f"before its result was read ({message or outcome})"))
+        record = record_view(raw)
+        if reason in TIMEOUTS:
+            error, what = TIMEOUTS[reason]
+            if args.on_kill_action == "delete_active_pods":
+                stopped = await stop_active_children(client, args.namespace, args.record_name, args.uid)
+                log.warning("%s: deleted %d active pod(s)", what, stopped)
+            raise error(shown_message(f"{args.kind} {args.namespace}/{record.job_name}: {message}"))
+        if reason in (LoopReason.INVALID, LoopReason.ERROR, LoopReason.GONE):
+            raise JobFailedError(shown_message(f"{args.kind} {args.namespace}/{record.job_name}: {message}"))
+        summary = kind.summary(record)
+        failure = kind.failure(summary)
         if failure:
-            pods = driver.failed_children(summary)[:max_logged_failures]
-            container = driver.log_container(read_manifest(raw))
-            tails = await log_tails(client, target.namespace, pods, container=container, lines=log_tail_lines)
+            pods = kind.failed_children(summary)[:max_logged_failures]
+            try:
+                tails = await log_tails(client, args.namespace, pods, container=kind.log_container(record.manifest),
+                                        lines=log_tail_lines)
+            except InvalidApiPath as exc:
+                raise JobFailedError(shown_message(
+                    f"{args.kind} {args.namespace}/{record.job_name}: its record's status names a failed pod that "
+                    f"cannot exist, so no log was read; the record was edited outside the provider. {exc}")) from exc
             for pod, text in tails.items():
-                log.error("---- last %d log lines of failed pod %s ----\n%s", log_tail_lines, pod, text)
-        await _apply_ttl(client, raw, read_manifest(raw), status, log)
+                log.error("---- last %d log lines of failed pod %s ----\n%s", log_tail_lines, pod,
+                          shown_log_tail(text, log_tail_lines, TAIL_BYTES))
+        await _apply_ttl(client, raw, record.manifest, record.status, log)
         if failure:
-            raise JobFailedError(failure)
-        return summary
+            raise JobFailedError(shown_message(failure))
+        return shown_result(summary)
 
     try:
         return run_on_worker(collect)
     except ClusterApiError as exc:
-        raise JobFailedError(exc.describe()) from exc
+        raise JobFailedError(shown_message(exc.describe())) from exc
 
 
 async def _apply_ttl(client: Any, raw: Mapping[str, Any], _manifest: Mapping[str, Any], _status: Mapping[str, Any],

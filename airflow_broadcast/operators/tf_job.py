@@ -6,31 +6,31 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from airflow_broadcast.cluster.kinds.kueue import QUEUE_LABEL, check_local_queue
-from airflow_broadcast.cluster.kinds.pod_groups import check_pod_group_api
+from airflow_broadcast.cluster.kinds.registry import options_from
+from airflow_broadcast.cluster.kinds.tf_job import check_local_queue, check_pod_group_api
 from airflow_broadcast.cluster.kube_client import KubeClient
-from airflow_broadcast.operators.job_operator import KubernetesJobOperator, ParsedJob
+from airflow_broadcast.operators.job_operator import ReconciledJobOperator
+from airflow_broadcast.reconcilers.kind import ParsedJob
 from airflow_broadcast.reconcilers.tf_job.gang_scheduling import GangScheduler, gang_scheduler
 from airflow_broadcast.reconcilers.tf_job.options import TFJobOptions
 from airflow_broadcast.specs.field_errors import InvalidSpecError, invalid
 from airflow_broadcast.specs.manifest_text import parse_manifest
 from airflow_broadcast.specs.name_rules import is_valid_label_value
-from airflow_broadcast.specs.tf_job import parse_tf_job
+from airflow_broadcast.specs.tf_job.spec import QUEUE_NAME_LABEL
+from airflow_broadcast.specs.tf_job.validation import tf_job_warnings
+
+DEFAULTS = TFJobOptions()
+COMPAT_SWITCHES = ("compat_succeeded_then_failed", "compat_recreate_succeeded", "compat_exitcode_ignores_backoff")
 
 
-def tf_driver_options(cluster_domain: str, compat: bool, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The TFJob engine switches, as trigger kwargs carry them (shared with TFJobSensor).
+def tf_job_options(cluster_domain: str, compat: bool, tf_options: Mapping[str, Any] | None = None) -> TFJobOptions:
+    """The switches of the operator and the sensor, as the engine's options (unknown switches: ValueError).
 
-    `extra` reaches the rest of TFJobOptions, e.g. `exclude_evaluator_from_cluster`,
-    `sparse_ps_empty_list` or `compat_cleanup_ignores_policy_on_failure`.
+    `compat` turns on the three v1.9 behaviours; `tf_options` sets any field of TFJobOptions,
+    e.g. `exclude_evaluator_from_cluster`, `sparse_ps_empty_list` or `gang_scheduler`.
     """
-    return {
-        "cluster_domain": cluster_domain,
-        "compat_succeeded_then_failed": compat,
-        "compat_recreate_succeeded": compat,
-        "compat_exitcode_ignores_backoff": compat,
-        **dict(extra or {}),
-    }
+    return options_from(TFJobOptions, {"cluster_domain": cluster_domain, **dict.fromkeys(COMPAT_SWITCHES, compat),
+                                       **dict(tf_options or {})})
 
 
 def with_queue_label(manifest: Mapping[str, Any], queue_name: str) -> dict[str, Any]:
@@ -42,11 +42,11 @@ def with_queue_label(manifest: Mapping[str, Any], queue_name: str) -> dict[str, 
         raise InvalidSpecError("TFJob", name, [invalid("queue_name", queue_name, reason)])
     labelled = copy.deepcopy(dict(manifest))
     metadata = labelled.setdefault("metadata", {})
-    metadata["labels"] = {**(metadata.get("labels") or {}), QUEUE_LABEL: queue_name}
+    metadata["labels"] = {**(metadata.get("labels") or {}), QUEUE_NAME_LABEL: queue_name}
     return labelled
 
 
-class TFJobOperator(KubernetesJobOperator):
+class TFJobOperator(ReconciledJobOperator):
     """Distributed TensorFlow: PS/Worker/Chief/Master/Evaluator pods, one headless Service each, TF_CONFIG.
 
     Returns (XCom) name, namespace, uid, phase (Created, Running, Restarting, Succeeded,
@@ -63,47 +63,47 @@ class TFJobOperator(KubernetesJobOperator):
         `gang_scheduler_name` (the schedulerName its pods get).
     :param queue_name: a Kueue LocalQueue: sets the `kueue.x-k8s.io/queue-name` label on the job, after
         checking that the queue exists (a missing queue or no permission to look only warns). (templated)
+    :param get_logs: stream the `tensorflow` container's log of the chief (or master, else worker 0) into the
+        task log while the job runs, capped in rate and line length.
     """
 
     kind = "TFJob"
-    template_fields: Sequence[str] = (*KubernetesJobOperator.template_fields, "queue_name")
+    job_options: TFJobOptions
+    template_fields: Sequence[str] = (*ReconciledJobOperator.template_fields, "queue_name")
 
-    def __init__(self, *, cluster_domain: str = "", compat: bool = False,
-                 tf_options: Mapping[str, Any] | None = None, queue_name: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, cluster_domain: str = DEFAULTS.cluster_domain, compat: bool = False,
+                 tf_options: Mapping[str, Any] | None = None, queue_name: str | None = None, get_logs: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.get_logs = get_logs
         self.cluster_domain = cluster_domain
         self.compat = compat
         self.tf_options = dict(tf_options or {})
         self.queue_name = queue_name
+        self.job_options = tf_job_options(cluster_domain, compat, self.tf_options)
         self._gang_scheduler()  # unknown switches or schedulers fail when the DAG is parsed
 
     def parse(self, manifest: Mapping[str, Any] | str, namespace: str | None, default_namespace: str) -> ParsedJob:
-        raw = parse_manifest(manifest, what="TFJob manifest")
         if self.queue_name:
-            raw = with_queue_label(raw, self.queue_name)
-        spec = parse_tf_job(raw, namespace=namespace, default_namespace=default_namespace)
-        stored = copy.deepcopy(raw)  # stored as written: defaults are applied in memory only (A8)
-        stored.setdefault("metadata", {})["namespace"] = spec.namespace
-        stored.pop("status", None)
-        return ParsedJob(spec.name, spec.namespace, stored, spec.run_policy.active_deadline_seconds,
-                         starts_suspended=bool(spec.run_policy.suspend))
-
-    def driver_options(self) -> dict[str, Any]:
-        return tf_driver_options(self.cluster_domain, self.compat, self.tf_options)
+            decoded: list[str] = []  # duplicate keys can only be seen in the text
+            manifest = with_queue_label(parse_manifest(manifest, what="TFJob manifest", warnings=decoded),
+                                        self.queue_name)
+            for warning in decoded:
+                self.log.warning("%s", warning)
+        job = super().parse(manifest, namespace, default_namespace)
+        for warning in tf_job_warnings(job.manifest):
+            self.log.warning("%s", warning)
+        return job
 
     def _gang_scheduler(self) -> GangScheduler | None:
-        options = TFJobOptions(**self.driver_options())
-        return gang_scheduler(options.gang_scheduler, options.gang_scheduler_name)
+        return gang_scheduler(self.job_options.gang_scheduler, self.job_options.gang_scheduler_name)
 
     async def before_submit(self, client: KubeClient, job: ParsedJob) -> list[str]:
         gang = self._gang_scheduler()
         if gang is not None:
             await check_pod_group_api(client, job.namespace, gang.api_version)
+        warnings = await super().before_submit(client, job)
         if not self.queue_name:
-            return []
+            return warnings
         warning = await check_local_queue(client, job.namespace, self.queue_name)
-        return [warning] if warning else []
-
-    def is_finished(self, status: Mapping[str, Any]) -> bool:
-        return any(c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True"
-                   for c in status.get("conditions") or [])
+        return [*warnings, warning] if warning else warnings

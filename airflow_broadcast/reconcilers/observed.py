@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+RECORD_UID_LABEL = "airflow-broadcast.io/job-uid"  # on every child: the uid of the record that owns it
+
 
 @dataclass(frozen=True)
 class Taint:
@@ -133,7 +135,8 @@ class JobRecord:
     """The durable job record as last read: identity, persisted status and flags.
 
     `owner_reference` is the ownerReference every child must carry, so that
-    deleting the record garbage-collects the children.
+    deleting the record garbage-collects the children. `job_name` and `manifest` are the
+    job's; `raw` is the ConfigMap as read, for writes that carry its resourceVersion.
     """
 
     name: str
@@ -143,3 +146,6 @@ class JobRecord:
     status: Mapping[str, Any] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     deleting: bool = False
+    job_name: str = ""
+    manifest: Mapping[str, Any] = field(default_factory=dict)
+    raw: Mapping[str, Any] = field(default_factory=dict)

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_broadcast.operators.broadcast_job import bcj_driver_options
-from airflow_broadcast.sensors.job_sensor import KubernetesJobSensor
+from airflow_broadcast.operators.broadcast_job import DEFAULTS, set_broadcast_switches
+from airflow_broadcast.sensors.job_sensor import ReconciledJobSensor
 
 
-class BroadcastJobSensor(KubernetesJobSensor):
+class BroadcastJobSensor(ReconciledJobSensor):
     """Wait for a BroadcastJob by name; the XCom matches BroadcastJobOperator's."""
 
     kind = "BroadcastJob"
 
-    def __init__(self, *, assign_pods_by_scheduler: bool = True, kruise_compat: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *, assign_pods_by_scheduler: bool = DEFAULTS.assign_by_scheduler,
+                 kruise_compat: bool = DEFAULTS.kruise_compat, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.assign_pods_by_scheduler = assign_pods_by_scheduler
-        self.kruise_compat = kruise_compat
-
-    def driver_options(self) -> dict[str, Any]:
-        return bcj_driver_options(self.assign_pods_by_scheduler, self.kruise_compat)
+        set_broadcast_switches(self, assign_pods_by_scheduler, kruise_compat)

@@ -9,47 +9,59 @@ from typing import Any, ClassVar
 from airflow.sdk import PokeReturnValue
 
 from airflow_broadcast.cluster.job_records import get_record, record_name
+from airflow_broadcast.cluster.kinds.registry import JobOptions
+from airflow_broadcast.cluster.reconcile_loop import LoopReason
 from airflow_broadcast.cluster.worker_loop import run_on_worker
+from airflow_broadcast.exceptions import JobFailedError
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook, connection_namespace
-from airflow_broadcast.operators.job_runtime import JobFailedError, JobTarget, conclude, run_inline
-from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger
+from airflow_broadcast.operators.job_runtime import conclude, run_inline, task_key
+from airflow_broadcast.operators.task_settings import JobTaskSettings
+from airflow_broadcast.reconcilers.kind import JobIdentity, KindName
+from airflow_broadcast.specs.field_errors import InvalidSpecError, invalid
+from airflow_broadcast.specs.name_rules import validate_dns1123_label, validate_dns1123_subdomain
+from airflow_broadcast.triggers.job_reconcile import (
+    JobEventPayload,
+    JobReconcileTrigger,
+    JobTriggerArgs,
+)
 from airflow_broadcast.version_compat import BaseSensorOperator
 
 
-class KubernetesJobSensor(BaseSensorOperator):
+class ReconciledJobSensor(JobTaskSettings, BaseSensorOperator):
     """Wait until a submitted job finishes, driving its reconciliation meanwhile.
 
     The job progresses even when only the sensor runs (for example after an operator with
-    `wait_for_completion=False`). Returns the same XCom as the operator.
+    `wait_for_completion=False`). Returns the same XCom as the operator. Killing the sensor
+    leaves the job's pods running: the job belongs to the task that submitted it.
 
     :param job_name: metadata.name of the job. (templated)
     :param namespace: its namespace; else the connection's, else `default`. (templated)
-    :param deferrable: wait in the triggerer (default); else each poke runs one reconcile pass.
+    :param deferrable: wait in the triggerer; else each poke runs one reconcile pass. Defaults to Airflow's
+        `[operators] default_deferrable`.
+    :param startup_timeout_seconds: fail when a pod of the job has been Pending longer (as the operator's);
+        the sensor leaves the pods running. 0 or None: no limit.
     """
 
-    kind: ClassVar[str] = ""
+    kind: ClassVar[KindName]
+    job_options: JobOptions
     template_fields: Sequence[str] = ("job_name", "namespace", "kubernetes_conn_id", "cluster_context")
     ui_color = "#e8f1fb"
 
-    def __init__(self, *, job_name: str, namespace: str | None = None,
-                 kubernetes_conn_id: str = "kubernetes_default", cluster_context: str | None = None,
-                 deferrable: bool = True, resync_seconds: float = 30.0, log_tail_lines: int = 50,
-                 max_logged_failures: int = 5, **kwargs: Any) -> None:
+    def __init__(self, *, job_name: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.job_name = job_name
-        self.namespace = namespace
-        self.kubernetes_conn_id = kubernetes_conn_id
-        self.cluster_context = cluster_context
-        self.deferrable = deferrable
-        self.resync_seconds = resync_seconds
-        self.log_tail_lines = log_tail_lines
-        self.max_logged_failures = max_logged_failures
 
-    def driver_options(self) -> dict[str, Any]:
-        return {}
+    def _args(self, namespace: str, name: str, uid: str, context: Any) -> JobTriggerArgs:
+        return JobTriggerArgs(
+            kind=self.kind, namespace=namespace, record_name=name, uid=uid, options=self.job_options,
+            kubernetes_conn_id=self.kubernetes_conn_id, cluster_context=self.cluster_context,
+            resync_seconds=self.resync_seconds, on_kill_action="keep", task_key=task_key(context),
+            startup_timeout_seconds=self.startup_timeout_seconds, get_logs=self.get_logs,
+        )
 
-    def _resolve(self) -> JobTarget:
+    def _resolve(self, context: Any) -> JobTriggerArgs:
         namespace = self.namespace or connection_namespace(self.kubernetes_conn_id)
+        self._check_names(namespace)
         name = record_name(self.kind, self.job_name)
 
         async def find() -> Any:
@@ -60,38 +72,35 @@ class KubernetesJobSensor(BaseSensorOperator):
         if record is None:
             raise JobFailedError(f"no {self.kind} named {self.job_name} in namespace {namespace} "
                                  f"(its record ConfigMap {name} does not exist)")
-        return JobTarget(self.kind, namespace, name, str(record["metadata"]["uid"]), self.kubernetes_conn_id,
-                         self.cluster_context, self.driver_options())
+        return self._args(namespace, name, str(record["metadata"]["uid"]), context)
+
+    def _check_names(self, namespace: str) -> None:
+        """InvalidSpecError before any request: the (templated) names go into API paths."""
+        name = self.job_name
+        errors = validate_dns1123_subdomain(name, "job_name") if isinstance(name, str) else [
+            invalid("job_name", name, "must be a string")]
+        errors += validate_dns1123_label(namespace, "namespace")
+        if errors:
+            raise InvalidSpecError(self.kind, str(name), errors)
 
     def execute(self, context: Any) -> Any:
         if not self.deferrable:
             return super().execute(context)
-        target = self._resolve()
-        ti = context["ti"]
-        self.defer(
-            trigger=JobReconcileTrigger(
-                kind=self.kind, namespace=target.namespace, record_name=target.record_name, uid=target.uid,
-                kubernetes_conn_id=self.kubernetes_conn_id, cluster_context=self.cluster_context,
-                options=self.driver_options(), resync_seconds=self.resync_seconds, on_kill_action="keep",
-                task_key={"dag_id": ti.dag_id, "task_id": ti.task_id, "run_id": ti.run_id},
-            ),
-            method_name="execute_complete",
-            timeout=timedelta(seconds=self.timeout),
-        )
+        self.defer(trigger=JobReconcileTrigger(self._resolve(context)), method_name="execute_complete",
+                   timeout=timedelta(seconds=self.timeout))
         return None
 
     def poke(self, context: Any) -> PokeReturnValue | bool:
-        target = self._resolve()
-        outcome, message = run_inline(target, None, self.resync_seconds, self.log, single_pass=True)
-        if outcome == "pending":
+        args = self._resolve(context)
+        outcome, message = run_inline(args, self.log, single_pass=True)
+        if outcome is LoopReason.PENDING:
             return False
-        return PokeReturnValue(is_done=True, xcom_value=self._conclude(target, outcome, message))
+        return PokeReturnValue(is_done=True, xcom_value=self._conclude(args, outcome, message))
 
-    def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
-        target = JobTarget(self.kind, event["namespace"], event["record_name"], event["uid"],
-                           self.kubernetes_conn_id, self.cluster_context, self.driver_options())
-        return self._conclude(target, event["status"], event.get("message", ""))
+    def execute_complete(self, context: Any, event: JobEventPayload) -> JobIdentity:
+        args = self._args(event["namespace"], event["record_name"], event["uid"], context)
+        return self._conclude(args, event["status"], event.get("message", ""))
 
-    def _conclude(self, target: JobTarget, outcome: str, message: str) -> Any:
-        return conclude(target, outcome, message, self.log, log_tail_lines=self.log_tail_lines,
-                        max_logged_failures=self.max_logged_failures, on_timeout_stop=False)
+    def _conclude(self, args: JobTriggerArgs, outcome: str, message: str) -> JobIdentity:
+        return conclude(args, outcome, message, self.log, log_tail_lines=self.log_tail_lines,
+                        max_logged_failures=self.max_logged_failures)

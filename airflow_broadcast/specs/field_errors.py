@@ -1,4 +1,9 @@
-"""Validation errors that name the field path and the problem, all reported at once."""
+"""Validation errors that name the field path and the problem, all reported at once.
+
+Messages stay small whatever the input: a quoted value, a path and a name are clipped to a
+few hundred characters (with the full length stated), and an error lists at most
+`MAX_LISTED_ERRORS` problems (all of them stay in `errors`).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 NON_NEGATIVE_MSG = "must be greater than or equal to 0"
+MAX_QUOTED_CHARS = 200
+MAX_PATH_CHARS = 300
+MAX_MESSAGE_CHARS = 600
+MAX_LISTED_ERRORS = 50
+_MAX_PRINTED_INT_BITS = 256
 
 
 @dataclass(frozen=True)
@@ -24,31 +34,45 @@ class FieldError:
     has_value: bool = False
 
     def __str__(self) -> str:
+        return self._render(clip(self.path, MAX_PATH_CHARS), clip(self.message, MAX_MESSAGE_CHARS))
+
+    def _render(self, path: str, message: str) -> str:
         if self.kind == "Required":
-            return f"{self.path}: Required value: {self.message}" if self.message else f"{self.path}: Required value"
+            return f"{path}: Required value: {message}" if message else f"{path}: Required value"
         if self.kind == "Forbidden":
-            return f"{self.path}: Forbidden: {self.message}"
+            return f"{path}: Forbidden: {message}"
         if self.kind == "NotSupported":
-            return f"{self.path}: Unsupported value: {_quote(self.value)}: {self.message}"
+            return f"{path}: Unsupported value: {_quote(self.value)}: {message}"
         if self.kind == "TooLong":
-            return f"{self.path}: Too long: {self.message}"
+            return f"{path}: Too long: {message}"
         if self.kind == "NotFound":
-            return f"{self.path}: Not found: {_quote(self.value)}"
+            return f"{path}: Not found: {_quote(self.value)}"
         if self.kind == "Duplicate":
-            return f"{self.path}: Duplicate value: {_quote(self.value)}"
+            return f"{path}: Duplicate value: {_quote(self.value)}"
         if self.has_value:
-            return f"{self.path}: Invalid value: {_quote(self.value)}: {self.message}"
-        return f"{self.path}: Invalid value: {self.message}"
+            return f"{path}: Invalid value: {_quote(self.value)}: {message}"
+        return f"{path}: Invalid value: {message}"
+
+
+def clip(text: str, limit: int = MAX_QUOTED_CHARS) -> str:
+    """`text` itself when short, else its first `limit` characters, an ellipsis and the full length."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters)"
 
 
 def _quote(value: Any) -> str:
     if isinstance(value, str):
+        if len(value) > MAX_QUOTED_CHARS:
+            return '"' + value[:MAX_QUOTED_CHARS].replace('"', '\\"') + f'…" ({len(value)} characters)'
         return '"' + value.replace('"', '\\"') + '"'
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)
+    if isinstance(value, int) and value.bit_length() > _MAX_PRINTED_INT_BITS:
+        return f"<a {value.bit_length()}-bit integer>"
+    return clip(str(value))
 
 
 def invalid(path: str, value: Any, message: str) -> FieldError:
@@ -88,5 +112,8 @@ class InvalidSpecError(ValueError):
         self.kind = kind
         self.name = name
         self.errors = tuple(errors)
-        lines = "\n".join(f"  - {e}" for e in self.errors)
-        super().__init__(f"{kind} {name or '<unnamed>'} is invalid ({len(self.errors)} error(s)):\n{lines}")
+        lines = "\n".join(f"  - {e}" for e in self.errors[:MAX_LISTED_ERRORS])
+        if len(self.errors) > MAX_LISTED_ERRORS:
+            lines += f"\n  - … and {len(self.errors) - MAX_LISTED_ERRORS} more"
+        title = clip(name, MAX_QUOTED_CHARS) if name else "<unnamed>"
+        super().__init__(f"{kind} {title} is invalid ({len(self.errors)} error(s)):\n{lines}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeGuard
 
+from airflow_broadcast.specs.api_types import MAX_INT32
 from airflow_broadcast.specs.field_errors import NON_NEGATIVE_MSG, FieldError, invalid, not_supported
 
 
@@ -75,8 +76,8 @@ def check_bool(value: Any, path: str, errors: list[FieldError]) -> None:
         errors.append(invalid(path, value, "must be a boolean"))
 
 
-def check_count(value: Any, path: str, errors: list[FieldError]) -> int | None:
-    """An optional non-negative integer field; returns it when usable."""
+def check_count(value: Any, path: str, errors: list[FieldError], maximum: int = MAX_INT32) -> int | None:
+    """An optional non-negative integer field (int32 unless the schema says int64); returns it when usable."""
     if value is None:
         return None
     if not is_int(value):
@@ -85,4 +86,13 @@ def check_count(value: Any, path: str, errors: list[FieldError]) -> int | None:
     if value < 0:
         errors.append(invalid(path, value, NON_NEGATIVE_MSG))
         return None
+    if value > maximum:
+        errors.append(invalid(path, value, f"must be between 0 and {maximum}, inclusive"))
+        return None
     return value
+
+
+def merge_errors(errors: list[FieldError], more: list[FieldError]) -> list[FieldError]:
+    """`errors` plus those of `more` not already reported at the same path with the same message."""
+    seen = {(error.path, error.message) for error in errors}
+    return errors + [error for error in more if (error.path, error.message) not in seen]

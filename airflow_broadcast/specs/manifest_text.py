@@ -1,60 +1,114 @@
-"""Turn a manifest given as a mapping or as YAML/JSON text into a private dict.
+"""Turn a manifest given as a mapping or as YAML/JSON text into a private, JSON-shaped dict.
 
-Operators accept either form (templated text or a dict); everything downstream
-works on a deep copy so that validation and defaulting never mutate the caller's object.
+Operators accept either form (templated text or a dict); everything downstream works on a
+copy, so validation and defaulting never mutate the caller's object. Both forms are read
+within the bounds of `manifest_limits` (size, depth, number of values) without recursion,
+and come out as JSON would hold them: string keys, finite numbers, lists for tuples, and
+no other types. A problem names the field it is at.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
+from airflow_broadcast.specs.manifest_limits import (
+    COLLECTION_SIZE,
+    SEPARATOR,
+    Budget,
+    ManifestError,
+    depth_problem,
+    field_error,
+    item_path,
+    json_scalar,
+    json_size,
+    key_size,
+    source_problem,
+)
+from airflow_broadcast.specs.yaml_documents import load_documents
 
-class ManifestError(ValueError):
-    """The manifest could not be decoded into exactly one mapping."""
+__all__ = ["ManifestError", "parse_manifest"]
 
 
-def parse_manifest(source: Mapping[str, Any] | str, *, what: str = "manifest") -> dict[str, Any]:
-    """A deep-copied dict from a mapping (nested mappings become dicts, tuples lists),
-    or the single YAML/JSON document in a string."""
+def parse_manifest(source: Mapping[str, Any] | str, *, what: str = "manifest",
+                   warnings: list[str] | None = None) -> dict[str, Any]:
+    """A JSON-shaped copy of a mapping, or the single YAML/JSON document in a string.
+
+    Raises ManifestError. Duplicate keys in text keep the last value and add a
+    `duplicate field "<path>"` line to `warnings`, as the API server's field validation does.
+    """
     if isinstance(source, Mapping):
-        return {key: _plain(value) for key, value in source.items()}
+        return copy_document(source, what)
     if not isinstance(source, str):
         raise ManifestError(f"{what} must be a mapping or a YAML/JSON string, got {type(source).__name__}")
+    if (problem := source_problem(source)) is not None:
+        raise ManifestError(f"{what} {problem}", reason=problem)
     try:
-        documents = [doc for doc in yaml.safe_load_all(source) if doc is not None]
+        documents = load_documents(source, what, Budget(), [] if warnings is None else warnings)
     except yaml.MarkedYAMLError as exc:
-        raise ManifestError(f"{what} is not valid YAML/JSON: {_describe(exc)}") from None
-    except yaml.YAMLError as exc:
-        raise ManifestError(f"{what} is not valid YAML/JSON: {exc}") from None
+        detail = _describe(exc)
+        raise ManifestError(f"{what} is not valid YAML/JSON: {detail}", reason=f"malformed YAML: {detail}") from None
+    except (yaml.YAMLError, UnicodeError) as exc:
+        detail = " ".join(str(exc).split())[:300]
+        raise ManifestError(f"{what} is not valid YAML/JSON: {detail}", reason=f"malformed YAML: {detail}") from None
     if not documents:
-        raise ManifestError(f"{what} is empty")
+        raise ManifestError(f"{what} is empty", reason="empty document")
     if len(documents) > 1:
         raise ManifestError(f"{what} contains {len(documents)} YAML documents; give exactly one")
     document = documents[0]
     if not isinstance(document, dict):
-        raise ManifestError(f"{what} must be a mapping at the top level, got {_type_name(document)}")
-    bad_keys = [key for key in document if not isinstance(key, str)]
-    if bad_keys:
-        raise ManifestError(f"{what} has non-string top-level keys: {bad_keys!r}")
+        problem = f"must be a mapping at the top level, got {_type_name(document)}"
+        raise ManifestError(f"{what} {problem}", reason=problem)
     return document
 
 
-def _plain(value: Any) -> Any:
-    """A deep copy where every mapping is a dict and every tuple a list, as JSON would have it."""
-    if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return copy.deepcopy(value)
+def copy_document(source: Mapping[str, Any], what: str = "manifest") -> dict[str, Any]:
+    """A JSON-shaped deep copy, built in a loop within the manifest bounds (shared objects count at each use)."""
+    budget = Budget()
+    root: dict[str, Any] = {}
+    pending: list[tuple[Any, Any, str, int]] = [(source, root, "", 1)]
+    while pending:
+        original, target, path, depth = pending.pop()
+        in_object = isinstance(target, dict)
+        values = size = 0
+        values_left, size_left = budget.left()
+        for key, value in original.items() if in_object else enumerate(original):
+            if in_object:
+                if not isinstance(key, str):
+                    raise field_error(what, path, f"keys must be strings, not {type(key).__name__}")
+                values, size = values + 1, size + key_size(key)
+            if type(value) is str:  # the common case, kept fast
+                copied: Any = value
+                size += json_size(value) + SEPARATOR
+            elif isinstance(value, Mapping | list | tuple):
+                nested = item_path(path, key)
+                if (problem := depth_problem(depth + 1)) is not None:
+                    raise field_error(what, nested, problem)
+                copied = {} if isinstance(value, Mapping) else []
+                pending.append((value, copied, nested, depth + 1))
+                size += COLLECTION_SIZE
+            else:
+                converted = json_scalar(value)
+                if isinstance(converted, str):
+                    raise field_error(what, item_path(path, key), converted)
+                copied, scalar_size = converted
+                size += scalar_size
+            values += 1
+            if (values > values_left or size > size_left) and (problem := budget.add(values, size)) is not None:
+                raise field_error(what, item_path(path, key), problem)
+            if in_object:
+                target[key] = copied
+            else:
+                target.append(copied)
+        budget.add(values, size)
+    return root
 
 
 def _describe(exc: yaml.MarkedYAMLError) -> str:
     mark = exc.problem_mark or exc.context_mark
-    problem = exc.problem or exc.context or "syntax error"
+    problem = (exc.problem or exc.context or "syntax error")[:300]
     if mark is None:
         return problem
     return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_broadcast.specs.api_types import MAX_INT32
+from airflow_broadcast.specs.api_types import MAX_INT32, MAX_INT64
 from airflow_broadcast.specs.container_validation import validate_container
 from airflow_broadcast.specs.field_errors import (
     NON_NEGATIVE_MSG,
@@ -66,6 +66,8 @@ def _validate_pod_spec(spec: Mapping[str, Any], path: str) -> list[FieldError]:
     grace = spec.get("terminationGracePeriodSeconds")
     if grace is not None and (not is_int(grace) or grace < 0):
         errors.append(invalid(f"{path}.terminationGracePeriodSeconds", grace, NON_NEGATIVE_MSG))
+    elif grace is not None and grace > MAX_INT64:
+        errors.append(invalid(f"{path}.terminationGracePeriodSeconds", grace, inclusive_range_error(0, MAX_INT64)))
     volumes = _validate_volumes(spec.get("volumes"), f"{path}.volumes", errors)
     raw_containers = spec.get("containers")
     containers = as_list(raw_containers, f"{path}.containers", errors)

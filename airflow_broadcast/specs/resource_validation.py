@@ -8,6 +8,7 @@ from typing import Any
 
 from airflow_broadcast.specs.field_errors import NON_NEGATIVE_MSG, FieldError, invalid, required
 from airflow_broadcast.specs.json_fields import as_map
+from airflow_broadcast.specs.manifest_limits import key_path
 from airflow_broadcast.specs.name_rules import is_qualified_name
 from airflow_broadcast.specs.quantities import QuantityError, parse_quantity
 
@@ -34,19 +35,19 @@ def validate_resources(value: Any, path: str) -> list[FieldError]:
     for section in ("limits", "requests"):
         for key, quantity in as_map(resources.get(section), f"{path}.{section}", errors).items():
             resource = str(key)
-            key_path = f"{path}.{section}[{resource}]"
-            errors.extend(invalid(key_path, resource, msg) for msg in is_qualified_name(resource))
+            item_path = key_path(f"{path}.{section}", resource)
+            errors.extend(invalid(item_path, resource, msg) for msg in is_qualified_name(resource))
             if "/" not in resource and not _is_standard_container_resource(resource):
-                errors.append(invalid(key_path, resource, "must be a standard resource for containers"))
+                errors.append(invalid(item_path, resource, "must be a standard resource for containers"))
             try:
                 amount = parse_quantity(quantity)
             except QuantityError as err:
-                errors.append(invalid(key_path, quantity, err.reason))
+                errors.append(invalid(item_path, quantity, err.reason))
                 continue
             if amount < 0:
-                errors.append(invalid(key_path, str(quantity), NON_NEGATIVE_MSG))
+                errors.append(invalid(item_path, str(quantity), NON_NEGATIVE_MSG))
             elif _is_extended(resource) and amount.denominator != 1:
-                errors.append(invalid(key_path, str(quantity), "must be an integer"))
+                errors.append(invalid(item_path, str(quantity), "must be an integer"))
             parsed[section][resource] = amount
             if section == "requests":
                 limit_text = as_map(resources.get("limits"), path, []).get(key)

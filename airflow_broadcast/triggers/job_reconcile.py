@@ -7,77 +7,141 @@ Airflow stores them in plain text, and a restarted trigger must rebuild from the
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
-import os
 import traceback
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, NotRequired, TypedDict
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
-from airflow_broadcast.cluster.kinds.registry import driver_for
-from airflow_broadcast.cluster.reconcile_loop import run_reconcile_loop
+from airflow_broadcast.cluster.kinds.registry import JobOptions, check_kind, driver_for, options_for
+from airflow_broadcast.cluster.kube_client import KubeClient
+from airflow_broadcast.cluster.log_follow import LogFollower, PodChooser
+from airflow_broadcast.cluster.reconcile_loop import JobDriver, LoopOutcome, LoopReason, run_reconcile_loop
 from airflow_broadcast.cluster.ttl_sweeper import sweep_in_background
+from airflow_broadcast.config import current_settings
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
+from airflow_broadcast.hooks.metrics import running_in_triggerer
+from airflow_broadcast.reconcilers.kind import KindName
+from airflow_broadcast.reconcilers.tf_job.logs import primary_pod
 from airflow_broadcast.triggers.loop_lag import LoopLag
-from airflow_broadcast.triggers.progress import ProgressLog
+from airflow_broadcast.triggers.progress import ProgressLog, TaskLog, WarningLog, masked
 
-LOOP_LAG_ENV = "AIRFLOW_BROADCAST_MEASURE_LOOP_LAG"
+OnKillAction = Literal["delete_active_pods", "keep"]
+ON_KILL_ACTIONS: tuple[OnKillAction, ...] = ("delete_active_pods", "keep")
+LOG_TARGETS: dict[KindName, PodChooser] = {"TFJob": primary_pod}  # kinds with `get_logs`: whose log to follow
+
+
+class TaskKey(TypedDict):
+    dag_id: str
+    task_id: str
+    run_id: str
+
+
+class JobEventPayload(TypedDict):
+    """The trigger's event: `status` is a LoopReason value (never `pending`); `phase` is the job's last phase."""
+
+    status: str
+    message: str
+    kind: KindName
+    namespace: str
+    record_name: str
+    uid: str
+    phase: NotRequired[str]
+    stack_trace: NotRequired[str]
+
+
+@dataclass(frozen=True)
+class JobTriggerArgs:
+    """Which record a task drives, with which switches, how to reach the cluster, and until when.
+
+    The trigger's kwargs are built from it (`kwargs()`) and rebuilt into it (`from_kwargs`).
+    Airflow cannot store a dataclass in trigger kwargs (its serializers turn it into a string or
+    refuse to load it back), so `options` is stored as its `asdict()` and rebuilt here.
+    """
+
+    kind: KindName
+    namespace: str
+    record_name: str
+    uid: str
+    options: JobOptions
+    kubernetes_conn_id: str = "kubernetes_default"
+    cluster_context: str | None = None
+    deadline: float | None = None
+    resync_seconds: float = 30.0
+    on_kill_action: OnKillAction = "delete_active_pods"
+    task_key: TaskKey | None = None
+    startup_timeout_seconds: float | None = None
+    get_logs: bool = False
+
+    def __post_init__(self) -> None:
+        check_visibility(self.kind, self.startup_timeout_seconds, self.get_logs)
+
+    @classmethod
+    def from_kwargs(cls, kwargs: Mapping[str, Any]) -> JobTriggerArgs:
+        """From trigger kwargs: `options` may be the dataclass, its fields as a mapping, or missing (defaults)."""
+        fields = dict(kwargs)
+        kind = check_kind(str(fields.pop("kind")))
+        action = fields.get("on_kill_action", "delete_active_pods")
+        if action not in ON_KILL_ACTIONS:
+            raise ValueError(f"on_kill_action must be 'delete_active_pods' or 'keep', not {action!r}")
+        fields["task_key"] = fields.get("task_key") or None  # older triggers stored {} for "no task"
+        return cls(kind=kind, options=options_for(kind, fields.pop("options", None)), **fields)
+
+    def kwargs(self) -> dict[str, Any]:
+        """Plain JSON values only, so that every Airflow version stores and reloads them unchanged."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        values["options"] = dataclasses.asdict(self.options)
+        for name, default in (("startup_timeout_seconds", None), ("get_logs", False)):
+            if values[name] == default:
+                del values[name]  # a triggerer still on an older version then rebuilds the trigger unchanged
+        return values
+
+    def driver(self) -> JobDriver[Any]:
+        return driver_for(self.kind, self.options)
+
+    def hook(self) -> BroadcastKubernetesHook:
+        return BroadcastKubernetesHook(self.kubernetes_conn_id, cluster_context=self.cluster_context)
 
 
 class JobReconcileTrigger(BaseTrigger):
-    """Drive a BroadcastJob or TFJob record until it finishes, then fire one event.
+    """Drive a BroadcastJob or TFJob record until it finishes, then fire one event (JobEventPayload).
 
-    Event `status`: finished | settled | timeout | gone | invalid | error.
+    Built from JobTriggerArgs, or from its kwargs (as Airflow rebuilds a trigger).
     """
 
-    def __init__(self, kind: str, namespace: str, record_name: str, uid: str,
-                 kubernetes_conn_id: str = "kubernetes_default", cluster_context: str | None = None,
-                 deadline: float | None = None, options: Mapping[str, Any] | None = None,
-                 resync_seconds: float = 30.0, on_kill_action: str = "delete_active_pods",
-                 task_key: Mapping[str, Any] | None = None) -> None:
-        super().__init__()
-        self.kind = kind
-        self.namespace = namespace
-        self.record_name = record_name
-        self.uid = uid
-        self.kubernetes_conn_id = kubernetes_conn_id
-        self.cluster_context = cluster_context
-        self.deadline = deadline
-        self.options = dict(options or {})
-        self.resync_seconds = resync_seconds
-        self.on_kill_action = on_kill_action
-        self.task_key = dict(task_key or {})
+    def __init__(self, args: JobTriggerArgs | None = None, **kwargs: Any) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.args = args if args is not None else JobTriggerArgs.from_kwargs(kwargs)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (f"{type(self).__module__}.{type(self).__qualname__}", {
-            "kind": self.kind, "namespace": self.namespace, "record_name": self.record_name, "uid": self.uid,
-            "kubernetes_conn_id": self.kubernetes_conn_id, "cluster_context": self.cluster_context,
-            "deadline": self.deadline, "options": self.options, "resync_seconds": self.resync_seconds,
-            "on_kill_action": self.on_kill_action, "task_key": self.task_key,
-        })
+        return f"{type(self).__module__}.{type(self).__qualname__}", self.args.kwargs()
 
     def _hook(self) -> BroadcastKubernetesHook:
-        return BroadcastKubernetesHook(self.kubernetes_conn_id, cluster_context=self.cluster_context)
+        return self.args.hook()
 
-    def _event(self, status: str, message: str = "", **extra: Any) -> TriggerEvent:
-        return TriggerEvent({"status": status, "message": message, "kind": self.kind, "namespace": self.namespace,
-                             "record_name": self.record_name, "uid": self.uid, **extra})
+    def _event(self, status: LoopReason, message: str = "", **extra: str) -> TriggerEvent:
+        args = self.args
+        payload: JobEventPayload = {"status": status.value, "message": message, "kind": args.kind,
+                                    "namespace": args.namespace, "record_name": args.record_name, "uid": args.uid}
+        return TriggerEvent({**payload, **extra})
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        args = self.args
+        running_in_triggerer()
         try:
+            settings = current_settings()
             client = await self._hook().kube_client()
-            driver = driver_for(self.kind, self.options)
-            sweep = asyncio.get_running_loop().create_task(sweep_in_background(client, self.namespace))
-            progress = ProgressLog(self.log, driver)
-            lag = LoopLag() if os.environ.get(LOOP_LAG_ENV) else None
+            sweep = asyncio.get_running_loop().create_task(sweep_in_background(
+                client, args.namespace, every=settings.ttl_sweep_seconds,
+                unread_grace=settings.unread_result_grace_seconds))
+            lag = LoopLag() if settings.measure_loop_lag else None
             monitor = asyncio.get_running_loop().create_task(lag.run()) if lag else None
             try:
-                outcome = await run_reconcile_loop(
-                    client, driver, self.namespace, self.record_name, self.uid,
-                    deadline=self.deadline, resync=self.resync_seconds, progress=progress.update,
-                )
+                outcome = await drive_job(args, client, self.log)
             finally:
                 if monitor is not None and lag is not None:
                     monitor.cancel()
@@ -86,9 +150,9 @@ class JobReconcileTrigger(BaseTrigger):
             await asyncio.wait([sweep], timeout=5)
             yield self._event(outcome.reason, outcome.message, phase=str(outcome.status.get("phase", "")))
         except ClusterApiError as exc:
-            yield self._event("error", exc.describe())
+            yield self._event(LoopReason.ERROR, exc.describe())
         except Exception as exc:
-            yield self._event("error", f"{type(exc).__name__}: {exc}", stack_trace=traceback.format_exc())
+            yield self._event(LoopReason.ERROR, f"{type(exc).__name__}: {exc}", stack_trace=traceback.format_exc())
 
     async def on_kill(self) -> None:
         """A user marked the task failed or cleared it (Airflow 3.3+): stop the job's active pods.
@@ -96,7 +160,8 @@ class JobReconcileTrigger(BaseTrigger):
         Airflow 3.3 may also call this on a triggerer that lost the trigger to another
         one (reassignment); then the task is still deferred and nothing is deleted.
         """
-        if self.on_kill_action == "keep":
+        args = self.args
+        if args.on_kill_action == "keep":
             return
         if await self._still_deferred():
             self.log.info("on_kill ignored: the task is still deferred (trigger reassigned to another triggerer)")
@@ -106,26 +171,64 @@ class JobReconcileTrigger(BaseTrigger):
         try:
             client = await self._hook().kube_client()
             deleted = await asyncio.wait_for(
-                stop_active_children(client, self.namespace, self.record_name, self.uid), 25)
-            self.log.info("on_kill: deleted %d active pod(s) of %s %s/%s", deleted, self.kind, self.namespace,
-                          self.record_name)
+                stop_active_children(client, args.namespace, args.record_name, args.uid), 25)
+            self.log.info("on_kill: deleted %d active pod(s) of %s %s/%s", deleted, args.kind, args.namespace,
+                          args.record_name)
         except Exception as exc:
-            self.log.warning("on_kill could not stop %s %s: %s", self.kind, self.record_name, exc)
+            self.log.warning("on_kill could not stop %s %s: %s", args.kind, args.record_name, exc)
 
     async def _still_deferred(self) -> bool:
-        if not self.task_key:
+        key = self.args.task_key
+        if not key:
             return False
         try:
             from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
 
             states = await asyncio.to_thread(
-                RuntimeTaskInstance.get_task_states, dag_id=self.task_key["dag_id"],
-                task_ids=[self.task_key["task_id"]], run_ids=[self.task_key["run_id"]],
+                RuntimeTaskInstance.get_task_states, dag_id=key["dag_id"],
+                task_ids=[key["task_id"]], run_ids=[key["run_id"]],
             )
         except Exception as exc:
             self.log.info("cannot read the task state (%s); treating the kill as a user action", exc)
             return False
-        found = states.get(self.task_key["run_id"], {})
-        state = found.get(self.task_key["task_id"]) if isinstance(found, dict) else None
+        found = states.get(key["run_id"], {})
+        state = found.get(key["task_id"]) if isinstance(found, dict) else None
         return str(state) in ("deferred", "TaskInstanceState.DEFERRED")
 
+
+def check_visibility(kind: str, startup_timeout_seconds: float | None, get_logs: bool) -> None:
+    """ValueError for a negative start-up timeout, or `get_logs` on a kind without a log to follow."""
+    if startup_timeout_seconds is not None and startup_timeout_seconds < 0:
+        raise ValueError(f"startup_timeout_seconds must be >= 0 (0 or None: no start-up timeout), "
+                         f"not {startup_timeout_seconds!r}")
+    if get_logs and kind not in LOG_TARGETS:
+        raise ValueError(f"get_logs is not supported for {kind}; it follows the primary pod's log of "
+                         f"{', '.join(LOG_TARGETS)} jobs")
+
+
+async def drive_job(args: JobTriggerArgs, client: KubeClient, log: TaskLog, *, single_pass: bool = False
+                    ) -> LoopOutcome:
+    """Run the reconcile loop with what the task log shows: progress, Warnings, and (`get_logs`) the primary log.
+
+    The trigger and the worker (deferrable=False, sensor pokes) both drive a job through this.
+    """
+    driver = args.driver()
+    warnings = WarningLog(log)
+    follower = None
+    choose = LOG_TARGETS.get(args.kind)
+    if args.get_logs and choose is not None and not single_pass:
+        follower = LogFollower(client, args.namespace, args.record_name, args.uid,
+                               driver.watch(client, args.namespace).children, choose,
+                               driver.kind.log_container({}), lambda line: log.info("%s", line), mask=masked)
+        follower.start()
+    try:
+        return await run_reconcile_loop(
+            client, driver, args.namespace, args.record_name, args.uid, deadline=args.deadline,
+            resync=args.resync_seconds, progress=ProgressLog(log, driver.kind).update, single_pass=single_pass,
+            startup_timeout=args.startup_timeout_seconds, warnings=warnings.add,
+            thread_threshold=current_settings().thread_threshold,
+        )
+    finally:
+        if follower is not None:
+            await follower.finish()
+        warnings.flush()

@@ -11,6 +11,7 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError, Gone, TransportError
+from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -26,7 +27,7 @@ class PodCompletionTrigger(BaseTrigger):
 
     def __init__(self, pod_name: str, namespace: str, kubernetes_conn_id: str = "kubernetes_default",
                  deadline: float | None = None, cluster_context: str | None = None) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.pod_name = pod_name
         self.namespace = namespace
         self.kubernetes_conn_id = kubernetes_conn_id
@@ -73,7 +74,7 @@ class PodCompletionTrigger(BaseTrigger):
     async def _wait_terminal(self) -> tuple[str | None, str]:
         hook = BroadcastKubernetesHook(self.kubernetes_conn_id, cluster_context=self.cluster_context)
         client = await hook.kube_client()
-        path = f"/api/v1/namespaces/{self.namespace}/pods"
+        path = api_path("v1", "pods", namespace=self.namespace)
         selector = f"metadata.name={self.pod_name}"
         while True:
             items, version = await client.list_all(path, fieldSelector=selector)

@@ -18,9 +18,9 @@ class CrashOnceAfterSubmit:
     crash_marker: str
 
     async def _submit(self, job: Any, submitter: str) -> Any:
-        submission = await super()._submit(job, submitter)  # type: ignore[misc]
+        record, reattached = await super()._submit(job, submitter)  # type: ignore[misc]
         marker = Path(self.crash_marker)
         if not marker.exists():
-            marker.write_text(submission.uid)
+            marker.write_text(record.uid)
             raise RuntimeError("simulated worker crash after submission")
-        return submission
+        return record, reattached

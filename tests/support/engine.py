@@ -18,10 +18,11 @@ from kubernetes_asyncio import config as async_config
 
 from airflow_broadcast.cluster.informers import stop_informers
 from airflow_broadcast.cluster.job_records import record_name
-from airflow_broadcast.cluster.job_submission import Submission, submit_job
-from airflow_broadcast.cluster.kinds.registry import driver_for
+from airflow_broadcast.cluster.job_submission import submit_job
+from airflow_broadcast.cluster.kinds.registry import driver_for, kind_for
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.reconcile_loop import LoopOutcome, run_reconcile_loop
+from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.specs.broadcast_job import parse_broadcast_job, to_manifest
 from airflow_broadcast.specs.tf_job import parse_tf_job
 
@@ -53,7 +54,7 @@ class Engine:
 
         return asyncio.run(main())
 
-    def submit(self, manifest: Mapping[str, Any], submitter: str = "tests/engine") -> Submission:
+    def submit(self, manifest: Mapping[str, Any], submitter: str = "tests/engine") -> JobRecord:
         kind = manifest["kind"]
         if kind == "BroadcastJob":
             stored = to_manifest(parse_broadcast_job(dict(manifest), namespace=self.namespace))
@@ -61,11 +62,12 @@ class Engine:
         else:
             spec = parse_tf_job(dict(manifest), namespace=self.namespace)
             stored, name = dict(manifest), spec.name
-        driver = driver_for(kind)
-        return self.run_async(lambda kube: submit_job(kube, kind, name, self.namespace, stored, submitter=submitter,
-                                                      reattach=True, is_finished=driver.is_finished))
+        job_kind = kind_for(kind)
+        record, _ = self.run_async(lambda kube: submit_job(kube, job_kind, name, self.namespace, stored,
+                                                           submitter=submitter, reattach=True))
+        return record
 
-    def drive(self, submission: Submission, kind: str, *, options: Mapping[str, Any] | None = None,
+    def drive(self, submission: JobRecord, kind: str, *, options: Mapping[str, Any] | None = None,
               deadline: float | None = None, single_pass: bool = False, timeout: float = 120.0) -> LoopOutcome:
         """Run the reconcile loop until the job finishes (or one pass), bounded by `timeout` seconds."""
         driver = driver_for(kind, dict(options or {}))

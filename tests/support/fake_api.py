@@ -79,7 +79,7 @@ async def apply(api: FakeApi, plan: Plan, *, style: ChildEventStyle | None = Non
     record = record or RECORD
     asyncio.gather = batched_gather  # type: ignore[assignment]
     try:
-        executor = PlanExecutor(api, "ns", record["metadata"]["uid"], style=style)  # type: ignore[arg-type]
+        executor = PlanExecutor(api, "ns", record["metadata"]["uid"], style=style or ChildEventStyle())  # type: ignore[arg-type]
         result = await executor.apply(plan, record, EventRecorder(api, record))  # type: ignore[arg-type]
         await flush_events()
         return result

@@ -18,10 +18,11 @@ import pytest
 from airflow_broadcast.cluster import reconcile_loop
 from airflow_broadcast.cluster.informers import stop_informers
 from airflow_broadcast.cluster.job_records import read_status, record_name, record_path
-from airflow_broadcast.cluster.job_submission import Submission, submit_job
+from airflow_broadcast.cluster.job_submission import submit_job
 from airflow_broadcast.cluster.kinds.registry import driver_for
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.cluster.reconcile_loop import LoopOutcome, run_reconcile_loop
+from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.specs.broadcast_job import parse_broadcast_job, to_manifest
 from airflow_broadcast.specs.tf_job import parse_tf_job
 from support import bcj_builders
@@ -48,7 +49,7 @@ class FakeEngine:
         self.clients.append(client)
         return client
 
-    async def submit(self, manifest: Mapping[str, Any]) -> Submission:
+    async def submit(self, manifest: Mapping[str, Any]) -> JobRecord:
         """Validate and store the manifest as the operator does, and create its job record."""
         kind = str(manifest["kind"])
         if kind == "TFJob":
@@ -56,10 +57,11 @@ class FakeEngine:
         else:
             stored = to_manifest(parse_broadcast_job(dict(manifest), namespace=self.namespace))
             name = str(stored["metadata"]["name"])
-        return await submit_job(self.client, kind, name, self.namespace, stored, submitter="tests/fake",
-                                reattach=True, is_finished=driver_for(kind).is_finished)
+        record, _ = await submit_job(self.client, driver_for(kind).kind, name, self.namespace, stored,
+                                     submitter="tests/fake", reattach=True)
+        return record
 
-    def start(self, submission: Submission, kind: str, *, client: KubeClient | None = None,
+    def start(self, submission: JobRecord, kind: str, *, client: KubeClient | None = None,
               options: Mapping[str, Any] | None = None, **loop_args: Any) -> asyncio.Task[LoopOutcome]:
         """Run the reconcile loop in the background (resync RESYNC unless given)."""
         loop_args.setdefault("resync", RESYNC)
@@ -70,7 +72,7 @@ class FakeEngine:
         return task
 
     async def running_broadcast_job(self, nodes: int, name: str = "hello", **spec: Any) -> tuple[
-            Submission, asyncio.Task[LoopOutcome]]:
+            JobRecord, asyncio.Task[LoopOutcome]]:
         """Nodes node-0..node-<n-1>, and a BroadcastJob whose loop has created its pods (still Pending)."""
         for i in range(nodes):
             self.fake.add_node(f"node-{i}")
@@ -79,7 +81,7 @@ class FakeEngine:
         await self.wait_pods(nodes)
         return submission, task
 
-    async def drive(self, submission: Submission, kind: str, **loop_args: Any) -> LoopOutcome:
+    async def drive(self, submission: JobRecord, kind: str, **loop_args: Any) -> LoopOutcome:
         """Run the loop to its outcome, bounded so a stuck loop fails the test instead of hanging it."""
         return await asyncio.wait_for(self.start(submission, kind, **loop_args), 5.0)
 

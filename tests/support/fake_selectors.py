@@ -1,8 +1,9 @@
 """Label and field selectors for the in-memory cluster, parsed the way the API server reads them.
 
 Label selectors: `key`, `!key`, `key=value`, `key==value`, `key!=value`, `key in (a,b)`,
-`key notin (a,b)`, joined by commas. Field selectors: `metadata.name` and
-`metadata.namespace` with `=`, `==` or `!=`. Anything else is a 400, as on a real server.
+`key notin (a,b)`, joined by commas. Field selectors: `metadata.name`, `metadata.namespace`
+and, for Events, `type`, `reason`, `involvedObject.kind` and `involvedObject.uid`, with `=`, `==`
+or `!=`. Anything else is a 400, as on a real server.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 Selector = Callable[[Mapping[str, Any]], bool]
 _SET = re.compile(r"^([^\s!=()]+)\s+(in|notin)\s+\(([^)]*)\)$")
 _EQUALITY = re.compile(r"^([^\s!=()]+)\s*(==|=|!=)\s*([^\s!=()]*)$")
-_FIELDS = ("metadata.name", "metadata.namespace")
+_FIELDS = ("metadata.name", "metadata.namespace", "type", "reason", "involvedObject.kind", "involvedObject.uid")
 
 
 class SelectorError(ValueError):
@@ -58,10 +59,12 @@ def _field_term(term: str) -> Callable[[Mapping[str, Any]], bool]:
     if found is None or found.group(1) not in _FIELDS:
         raise SelectorError(f'field label not supported: "{term}"')
     field, op, value = found.groups()
-    key = field.split(".", 1)[1]
 
     def matches(obj: Mapping[str, Any]) -> bool:
-        return ((obj.get("metadata") or {}).get(key, "") == value) == (op != "!=")
+        found: Any = obj
+        for part in field.split("."):
+            found = (found or {}).get(part, "")
+        return (found == value) == (op != "!=")
 
     return matches
 

@@ -8,14 +8,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_broadcast.reconcilers.observed import JobRecord, PodInfo
+from airflow_broadcast.reconcilers.observed import RECORD_UID_LABEL, JobRecord, PodInfo
 from airflow_broadcast.reconcilers.plan import JobEvent
 from airflow_broadcast.specs.broadcast_job.spec import JOB_NAME_LABEL, JOB_UID_LABEL
 
-RECORD_UID_LABEL = "airflow-broadcast.io/job-uid"
 NODE_ANNOTATION = "airflow-broadcast.io/node"
 ATTEMPT_ANNOTATION = "airflow-broadcast.io/attempt"
 NODE_HASH_LENGTH = 10
+POD_NAME_MAX_LENGTH = 63  # a DNS-1123 label, as generated names are
 UNSCHEDULABLE_REASON = "Unschedulable"
 
 
@@ -23,10 +23,14 @@ def pod_name_for(job_name: str, record_uid: str, node_name: str) -> str:
     """Deterministic pod name `<job>-<10 hex of sha256(uid/node)>`, so a repeated create is a 409 (P11).
 
     The record uid is in the hash so that a new run of the same job never collides with
-    pods of the previous run that garbage collection has not removed yet.
+    pods of the previous run that garbage collection has not removed yet. Like the API
+    server's `generateName`, a long job name is cut (never the hash) so that the pod name
+    stays a 63-character DNS label, usable as the pod's hostname; the full job name is
+    in the `broadcastjob-name` label.
     """
     digest = hashlib.sha256(f"{record_uid}/{node_name}".encode()).hexdigest()[:NODE_HASH_LENGTH]
-    return f"{job_name}-{digest}"
+    prefix = job_name[:POD_NAME_MAX_LENGTH - NODE_HASH_LENGTH - 1].rstrip("-")
+    return f"{prefix}-{digest}"
 
 
 def is_owned(pod: PodInfo, job_name: str, record_uid: str, owner_kind: str | None = None) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from airflow_broadcast.reconcilers.observed import ContainerExit, JobRecord, PodInfo, ServiceInfo
+from airflow_broadcast.reconcilers.observed import RECORD_UID_LABEL, ContainerExit, JobRecord, PodInfo, ServiceInfo
 from airflow_broadcast.reconcilers.plan import JobEvent
 from airflow_broadcast.reconcilers.tf_job.cluster_config import TFConfigRenderer
 from airflow_broadcast.specs.tf_job.spec import (
@@ -29,7 +29,6 @@ from airflow_broadcast.specs.tf_job.spec import (
     TFJobSpec,
 )
 
-RECORD_UID_LABEL = "airflow-broadcast.io/job-uid"
 TF_CONFIG_ENV = "TF_CONFIG"
 NO_EXIT_CODE = 0xBEEF  # upstream's "no terminated tensorflow container" marker (48879)
 MAX_WARNING_LENGTH = 512

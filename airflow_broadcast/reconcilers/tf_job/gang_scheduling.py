@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from airflow_broadcast.reconcilers.observed import JobRecord, PodGroupInfo
-from airflow_broadcast.reconcilers.tf_job.children import RECORD_UID_LABEL
+from airflow_broadcast.reconcilers.observed import RECORD_UID_LABEL, JobRecord, PodGroupInfo
 from airflow_broadcast.specs.quantities import QuantityError, parse_quantity
 from airflow_broadcast.specs.tf_job.spec import TFJobSpec
 

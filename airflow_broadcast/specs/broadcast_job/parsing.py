@@ -23,15 +23,17 @@ from airflow_broadcast.specs.manifest_text import parse_manifest
 
 
 def parse_broadcast_job(
-    manifest: Mapping[str, Any] | str, *, namespace: str | None = None, default_namespace: str = "default"
+    manifest: Mapping[str, Any] | str, *, namespace: str | None = None, default_namespace: str = "default",
+    warnings: list[str] | None = None,
 ) -> BroadcastJobSpec:
     """Validate and default a manifest (mapping or YAML/JSON text) into a BroadcastJobSpec.
 
     Raises ManifestError for undecodable text and InvalidSpecError listing every problem.
     The namespace is the `namespace` argument, else `metadata.namespace`, else `default_namespace`.
+    Unknown and duplicate fields are added to `warnings`, as the API server's field validation reports them.
     """
-    document = parse_manifest(manifest, what=f"{KIND} manifest")
-    errors = validate_broadcast_job(document, namespace=namespace)
+    document = parse_manifest(manifest, what=f"{KIND} manifest", warnings=warnings)
+    errors = validate_broadcast_job(document, namespace=namespace, warnings=warnings)
     metadata = mapping_or_empty(document.get("metadata"))
     if errors:
         name = metadata.get("name")

@@ -38,9 +38,6 @@ FAILURE_POLICY_TYPES = (FAILURE_CONTINUE, FAILURE_FAIL_FAST, FAILURE_PAUSE)
 ALLOWED_RESTART_POLICIES = ("OnFailure", "Never")
 
 NAME_MAX_LENGTH = 63
-POD_NAME_SUFFIX_LENGTH = 11
-"""Pods are named `<job>-<10 hex chars of the node hash>`."""
-NAME_MAX_LENGTH_FOR_PODS = NAME_MAX_LENGTH - POD_NAME_SUFFIX_LENGTH
 
 NAME_FMT = r"^[a-zA-Z0-9\-]+$"
 NAME_MSG = "BroadcastJob name must consist of alphanumeric characters or '-'"

@@ -1,7 +1,9 @@
 """BroadcastJob admission: OpenKruise's webhook rules (same paths, messages and order), then ours.
 
-The checks upstream lacks ([X] rules V13-V19) reject a job which would misbehave
+The checks upstream lacks ([X] rules V13-V17) reject a job which would misbehave
 before anything is created. The pod template is checked as core Kubernetes checks it.
+Every name upstream accepts (up to 63 characters) is accepted: pod names shorten a long
+job name to stay within 63 characters (V19), as upstream's `generateName` does.
 """
 
 from __future__ import annotations
@@ -21,13 +23,13 @@ from airflow_broadcast.specs.broadcast_job.spec import (
     KIND,
     NAME_FMT,
     NAME_MAX_LENGTH,
-    NAME_MAX_LENGTH_FOR_PODS,
     NAME_MSG,
     RESERVED_LABELS,
 )
 from airflow_broadcast.specs.field_errors import FieldError, forbidden, invalid, not_supported, required
+from airflow_broadcast.specs.field_schema import POD_TEMPLATE, TYPE_META, check_fields, known_fields
 from airflow_broadcast.specs.int_or_percent import validate_int_or_percent
-from airflow_broadcast.specs.json_fields import check_bool, is_int, mapping_or_empty
+from airflow_broadcast.specs.json_fields import check_bool, is_int, mapping_or_empty, merge_errors
 from airflow_broadcast.specs.name_rules import (
     DNS1123_SUBDOMAIN_MAX,
     is_dns1123_subdomain,
@@ -39,11 +41,31 @@ from airflow_broadcast.specs.name_rules import (
 )
 from airflow_broadcast.specs.pod_template import validate_pod_template
 
+BROADCAST_JOB_FIELDS = {**TYPE_META, "spec": {
+    **known_fields("parallelism", "paused"),
+    "template": POD_TEMPLATE,
+    "completionPolicy": known_fields("type", "activeDeadlineSeconds", "ttlSecondsAfterFinished"),
+    "failurePolicy": known_fields("type", "restartLimit"),
+}}
+"""The CRD's fields (broadcastjobs.apps.kruise.io), and the core PodTemplateSpec it embeds."""
 
-def validate_broadcast_job(manifest: Mapping[str, Any], *, namespace: str | None = None) -> list[FieldError]:
-    """Every problem with the manifest, upstream rules first in upstream order, then ours."""
+
+def validate_broadcast_job(manifest: Mapping[str, Any], *, namespace: str | None = None,
+                           warnings: list[str] | None = None) -> list[FieldError]:
+    """Every problem with the manifest, upstream rules first in upstream order, then ours.
+
+    `manifest` is JSON-shaped (as `parse_manifest` gives it); unknown fields are added to `warnings`.
+    """
     if not isinstance(manifest, Mapping):
         return [invalid("<root>", manifest, "must be an object")]
+    errors = _validate(manifest, namespace)
+    type_errors, unknown = check_fields(manifest, BROADCAST_JOB_FIELDS)
+    if warnings is not None:
+        warnings.extend(unknown)
+    return merge_errors(errors, type_errors)
+
+
+def _validate(manifest: Mapping[str, Any], namespace: str | None) -> list[FieldError]:
     errors = _validate_type_meta(manifest)
     metadata = manifest.get("metadata")
     if metadata is not None and not isinstance(metadata, Mapping):
@@ -58,13 +80,6 @@ def validate_broadcast_job(manifest: Mapping[str, Any], *, namespace: str | None
     else:
         errors.extend(_validate_upstream_spec(spec))
         errors.extend(_validate_extended_spec(spec))
-    name = metadata.get("name")
-    if isinstance(name, str) and NAME_MAX_LENGTH_FOR_PODS < len(name) <= NAME_MAX_LENGTH:
-        errors.append(invalid("metadata.name", name, (
-            f"must be no more than {NAME_MAX_LENGTH_FOR_PODS} characters: pod names are the job name plus "
-            f"'-' and a 10-character node hash, and must stay within {NAME_MAX_LENGTH} characters "
-            "to be valid label values and hostnames"
-        )))
     return errors
 
 

@@ -4,7 +4,7 @@ from airflow_broadcast.specs.tf_job.builder import tf_job_from_callable, tf_job_
 from airflow_broadcast.specs.tf_job.defaults import default_tf_job
 from airflow_broadcast.specs.tf_job.parsing import parse_tf_job, to_manifest
 from airflow_broadcast.specs.tf_job.spec import API_VERSION, KIND, TFJobSpec
-from airflow_broadcast.specs.tf_job.validation import validate_tf_job, validate_tf_job_update
+from airflow_broadcast.specs.tf_job.validation import tf_job_warnings, validate_tf_job, validate_tf_job_update
 
 __all__ = [
     "API_VERSION",
@@ -14,6 +14,7 @@ __all__ = [
     "parse_tf_job",
     "tf_job_from_callable",
     "tf_job_from_image",
+    "tf_job_warnings",
     "to_manifest",
     "validate_tf_job",
     "validate_tf_job_update",

@@ -18,13 +18,15 @@ from airflow_broadcast.specs.tf_job.validation import load_manifest, validate_tf
 
 
 def parse_tf_job(manifest: Mapping[str, Any] | str, *, namespace: str | None = None,
-                 default_namespace: str = "default", strict: bool = True) -> TFJobSpec:
+                 default_namespace: str = "default", strict: bool = True,
+                 warnings: list[str] | None = None) -> TFJobSpec:
     """Validate, default and type a TFJob; raises `InvalidSpecError` listing every problem.
 
     The namespace is `namespace` if given, else `metadata.namespace`, else `default_namespace`.
+    Unknown and duplicate fields, and replica specs that never run a deciding pod, are added to `warnings`.
     """
-    loaded = load_manifest(manifest)
-    errors = validate_tf_job(loaded, namespace=namespace, strict=strict)
+    loaded = load_manifest(manifest, warnings)
+    errors = validate_tf_job(loaded, namespace=namespace, strict=strict, warnings=warnings)
     metadata = mapping_or_empty(loaded.get("metadata"))
     if errors:
         raise InvalidSpecError(KIND, str(metadata.get("name") or ""), errors)

@@ -1,4 +1,11 @@
-"""TFJob replica specs: counts, restart policies, the `tensorflow` container and its port, the pod template."""
+"""TFJob replica specs: counts, restart policies, the `tensorflow` container and its port, the pod template.
+
+Replica counts are int32 upstream, but one pass builds every missing pod, and each pod's
+TF_CONFIG lists every replica: the work grows with replicas times (replicas + template size).
+This provider therefore runs at most `MAX_REPLICAS` replicas per job and builds at most
+`MAX_POD_VALUES` template values per pass (a documented deviation), so a first pass stays
+under a second and about 100 MB.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ from typing import Any
 
 from airflow_broadcast.specs.field_errors import FieldError, duplicate, forbidden, invalid, not_supported, required
 from airflow_broadcast.specs.json_fields import check_count, json_type_name
+from airflow_broadcast.specs.manifest_limits import count_values, key_path
 from airflow_broadcast.specs.pod_template import validate_pod_template
 from airflow_broadcast.specs.tf_job.spec import (
     CHIEF_OR_MASTER,
@@ -14,10 +22,13 @@ from airflow_broadcast.specs.tf_job.spec import (
     DEFAULT_PORT_NAME,
     REPLICA_TYPES,
     RESTART_POLICIES,
+    WORKER,
     normalize_replica_type,
 )
 
 REPLICAS_PATH = "spec.tfReplicaSpecs"
+MAX_REPLICAS = 2000
+MAX_POD_VALUES = 1_000_000
 
 
 def check_replica_specs(specs: Any, strict: bool, errors: list[FieldError]) -> dict[str, int]:
@@ -29,11 +40,11 @@ def check_replica_specs(specs: Any, strict: bool, errors: list[FieldError]) -> d
         errors.append(invalid(REPLICAS_PATH, json_type_name(specs), "must be an object"))
         return {}
     counts: dict[str, int] = {}
-    chief_or_master = 0
+    chief_or_master = pod_values = 0
     for raw_key, replica in specs.items():
         key = str(raw_key)
         canonical = normalize_replica_type(key)
-        path = f"{REPLICAS_PATH}[{key}]"
+        path = key_path(REPLICAS_PATH, key)
         if canonical in counts:
             errors.append(duplicate(path, key))
         if strict and canonical not in REPLICA_TYPES:
@@ -44,9 +55,34 @@ def check_replica_specs(specs: Any, strict: bool, errors: list[FieldError]) -> d
             errors.append(invalid(path, json_type_name(replica), "must be an object"))
             continue
         counts[canonical] = _check_replica(canonical, replica or {}, path, strict, errors)
+        pod_values += counts[canonical] * count_values((replica or {}).get("template"))
     if chief_or_master > 1:
         errors.append(forbidden(REPLICAS_PATH, "must not have more than 1 Chief or Master role"))
+    _check_work(counts, pod_values, errors)
     return counts
+
+
+def _check_work(counts: Mapping[str, int], pod_values: int, errors: list[FieldError]) -> None:
+    """The provider's bounds on what one pass builds (see the module docstring)."""
+    total = sum(counts.values())
+    if total > MAX_REPLICAS:
+        errors.append(invalid(REPLICAS_PATH, total, (
+            f"the job has {total} replicas in total; this provider runs at most {MAX_REPLICAS} per TFJob "
+            "(every pod's TF_CONFIG lists every replica)")))
+    elif pod_values > MAX_POD_VALUES:
+        errors.append(invalid(REPLICAS_PATH, pod_values, (
+            f"the pods of this job would hold {pod_values} values (replicas times template size); this provider "
+            f"builds at most {MAX_POD_VALUES} per TFJob: use fewer replicas or a smaller template")))
+
+
+def replica_warnings(counts: Mapping[str, int]) -> list[str]:
+    """Jobs upstream accepts but which never run a pod to decide their outcome (tfjob.md §2.8.2)."""
+    deciding = [t for t in counts if t in CHIEF_OR_MASTER] or [t for t in counts if t == WORKER]
+    if not deciding:
+        return [f"{REPLICAS_PATH} has no Chief, Master or Worker: like training-operator, the job never succeeds "
+                "(it ends only by failing, by activeDeadlineSeconds, or when deleted)"]
+    return [f"{key_path(REPLICAS_PATH, t)}.replicas is 0: like training-operator, the job succeeds at once "
+            "without waiting for any pod" for t in deciding if counts[t] == 0]
 
 
 def _core_pod_template_errors(template: Any, path: str) -> list[FieldError]:
@@ -65,6 +101,11 @@ def _core_pod_template_errors(template: Any, path: str) -> list[FieldError]:
 def _check_replica(canonical: str, replica: Mapping[str, Any], path: str, strict: bool,
                    errors: list[FieldError]) -> int:
     replicas = check_count(replica.get("replicas"), f"{path}.replicas", errors)
+    if replicas is not None and replicas > MAX_REPLICAS:
+        errors.append(invalid(f"{path}.replicas", replicas, (
+            f"must be no more than {MAX_REPLICAS}: this provider runs at most {MAX_REPLICAS} replicas per TFJob "
+            "(every pod's TF_CONFIG lists every replica)")))
+        replicas = None
     if replicas is not None and replicas > 1 and canonical in CHIEF_OR_MASTER:
         errors.append(invalid(f"{path}.replicas", replicas, f"must be no more than 1 for a {canonical} replica"))
     policy = replica.get("restartPolicy")

@@ -3,8 +3,9 @@
 Upstream (`tfjob_webhook.go`, tfjob.md §1.5) checks the name, managedBy and the
 containers, and panics on a null replica spec. Here every rule reports a
 FieldError instead, and the gaps upstream leaves open (replica counts, enum
-values, child-name length, Chief/Master count) are rejected too (B12, B13).
-Replica specs are checked in `replica_validation`.
+values, Chief/Master count) are rejected too (B12, B13). Names are accepted
+exactly as upstream accepts them; one whose Service names would be too long
+only warns (`tf_job_warnings`). Replica specs are checked in `replica_validation`.
 """
 
 from __future__ import annotations
@@ -12,13 +13,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
+from airflow_broadcast.specs.api_types import MAX_INT32, MAX_INT64
 from airflow_broadcast.specs.field_errors import FieldError, InvalidSpecError, invalid, not_supported, required
-from airflow_broadcast.specs.json_fields import check_bool, check_count, json_type_name
-from airflow_broadcast.specs.name_rules import is_dns1035_label, validate_dns1123_label
+from airflow_broadcast.specs.field_schema import POD_TEMPLATE, TYPE_META, MapOf, check_fields, known_fields
+from airflow_broadcast.specs.json_fields import check_bool, check_count, json_type_name, merge_errors
+from airflow_broadcast.specs.manifest_limits import ManifestError, key_path
+from airflow_broadcast.specs.manifest_text import parse_manifest
+from airflow_broadcast.specs.name_rules import (
+    is_dns1035_label,
+    validate_annotations,
+    validate_dns1123_label,
+    validate_labels,
+)
 from airflow_broadcast.specs.quantities import QuantityError, parse_quantity
-from airflow_broadcast.specs.tf_job.replica_validation import check_replica_specs
+from airflow_broadcast.specs.tf_job.replica_validation import check_replica_specs, replica_warnings
 from airflow_broadcast.specs.tf_job.spec import (
     API_VERSION,
     CLEAN_POD_POLICIES,
@@ -28,36 +36,44 @@ from airflow_broadcast.specs.tf_job.spec import (
     SUCCESS_POLICIES,
 )
 
+TF_JOB_FIELDS = {**TYPE_META, "spec": {
+    **known_fields("successPolicy", "enableDynamicWorker"),
+    "runPolicy": {**known_fields("cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit",
+                                 "suspend", "managedBy"),
+                  "schedulingPolicy": known_fields("minAvailable", "queue", "minResources", "priorityClass",
+                                                   "scheduleTimeoutSeconds")},
+    "tfReplicaSpecs": MapOf({**known_fields("replicas", "restartPolicy"), "template": POD_TEMPLATE}),
+}}
+"""The CRD's fields (tfjobs.kubeflow.org v1), for unknown-field warnings and type checks."""
 
-def load_manifest(manifest: Mapping[str, Any] | str) -> Mapping[str, Any]:
-    """A mapping as is, or YAML/JSON text parsed with `yaml.safe_load`; errors name the problem."""
-    if isinstance(manifest, Mapping):
-        return manifest
+
+def load_manifest(manifest: Mapping[str, Any] | str, warnings: list[str] | None = None) -> dict[str, Any]:
+    """A JSON-shaped copy of a mapping or of YAML/JSON text, decoded within the manifest bounds.
+
+    Raises InvalidSpecError naming the field (`<manifest>` for the text as a whole);
+    duplicate keys are added to `warnings`.
+    """
     try:
-        loaded = yaml.safe_load(manifest)
-    except yaml.YAMLError as exc:
-        detail = " ".join(str(exc).split())
-        raise InvalidSpecError(KIND, "", [FieldError("<manifest>", "Invalid", f"malformed YAML: {detail}")]) from exc
-    if not isinstance(loaded, Mapping):
-        kind = "empty document" if loaded is None else type(loaded).__name__
-        raise InvalidSpecError(KIND, "", [invalid("<manifest>", kind, "must be a mapping (a TFJob object)")])
-    return loaded
+        return parse_manifest(manifest, what=f"{KIND} manifest", warnings=warnings)
+    except ManifestError as exc:
+        raise InvalidSpecError(KIND, "", [FieldError(exc.path or "<manifest>", "Invalid", exc.reason)]) from None
 
 
 def validate_tf_job(manifest: Mapping[str, Any] | str, *, namespace: str | None = None,
-                    strict: bool = True) -> list[FieldError]:
+                    strict: bool = True, warnings: list[str] | None = None) -> list[FieldError]:
     """Every problem of a TFJob manifest at once (B1-B14); [] when valid.
 
     `strict=False` accepts what upstream accepts but this provider rejects by default:
     unknown replica types and unknown restartPolicy/cleanPodPolicy/successPolicy values.
+    Unknown and duplicate fields, and a job that can never start a pod, are added to `warnings`.
     """
     try:
-        loaded = load_manifest(manifest)
+        loaded = load_manifest(manifest, warnings)
     except InvalidSpecError as exc:
         return list(exc.errors)
     errors: list[FieldError] = []
     _check_identity(loaded, errors)
-    name = _check_metadata(loaded.get("metadata"), namespace, errors)
+    _check_metadata(loaded.get("metadata"), namespace, errors)
     spec = loaded.get("spec")
     if spec is not None and not isinstance(spec, Mapping):
         errors.append(invalid("spec", json_type_name(spec), "must be an object"))
@@ -72,9 +88,34 @@ def validate_tf_job(manifest: Mapping[str, Any] | str, *, namespace: str | None 
             errors.append(not_supported("spec.successPolicy", success, SUCCESS_POLICIES))
     check_bool(spec.get("enableDynamicWorker"), "spec.enableDynamicWorker", errors)
     replicas = check_replica_specs(spec.get("tfReplicaSpecs"), strict, errors)
-    if name is not None:
-        _check_child_names(name, replicas, errors)
-    return errors
+    type_errors, unknown = check_fields(loaded, TF_JOB_FIELDS)
+    if warnings is not None:
+        warnings.extend(unknown)
+        warnings.extend(replica_warnings(replicas))
+    return merge_errors(errors, type_errors)
+
+
+def tf_job_warnings(manifest: Mapping[str, Any] | str) -> list[str]:
+    """What upstream accepts but cannot fully run: a Service name `<name>-<type>-<index>` over 63 characters.
+
+    Upstream validates only the job name (a DNS-1035 label, V1), so a long name is accepted and
+    its Services are refused by the API server (issue #1101). This provider accepts the same
+    names and does the same (`FailedCreateService` warnings, the pods still run), but says so first.
+    """
+    loaded = load_manifest(manifest)
+    metadata, spec = loaded.get("metadata"), loaded.get("spec")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    if not isinstance(name, str) or not isinstance(spec, Mapping):
+        return []
+    replicas = check_replica_specs(spec.get("tfReplicaSpecs"), False, [])
+    longest = max((f"{name}-{t.lower()}-{max(n - 1, 0)}" for t, n in replicas.items()), key=len, default="")
+    if len(longest) <= MAX_NAME_LENGTH:
+        return []
+    allowed = MAX_NAME_LENGTH - (len(longest) - len(name))
+    return [f'metadata.name: the Service name "{longest}" is longer than {MAX_NAME_LENGTH} characters, so the '
+            "API server refuses it and the Services of this job are not created (FailedCreateService, as with "
+            "the training-operator, kubeflow/training-operator#1101): the pods run, but the TF_CONFIG host names "
+            f"do not resolve. Replicas that talk to each other need a name of at most {max(allowed, 1)} characters"]
 
 
 def validate_tf_job_update(new: Mapping[str, Any] | str, old: Mapping[str, Any], *,
@@ -118,33 +159,26 @@ def _check_identity(manifest: Mapping[str, Any], errors: list[FieldError]) -> No
             errors.append(not_supported(key, value, [expected]))
 
 
-def _check_metadata(metadata: Any, namespace: str | None, errors: list[FieldError]) -> str | None:
-    """Returns the name when it is a valid DNS-1035 label (so child names can be checked)."""
+def _check_metadata(metadata: Any, namespace: str | None, errors: list[FieldError]) -> None:
+    """V1: the name is a DNS-1035 label of at most 63 characters, the only name rule upstream has."""
     if metadata is not None and not isinstance(metadata, Mapping):
         errors.append(invalid("metadata", json_type_name(metadata), "must be an object"))
         metadata = None
     metadata = metadata or {}
     name = metadata.get("name")
-    valid_name: str | None = None
     if name is None or name == "":
         errors.append(required("metadata.name", "name is required: child pods and services are named after it"))
     elif not isinstance(name, str):
         errors.append(invalid("metadata.name", name, "must be a string"))
     elif problems := is_dns1035_label(name):
         errors.append(invalid("metadata.name", name, f"should match: {','.join(problems)}"))
-    else:
-        valid_name = name
     ns = namespace if namespace is not None else metadata.get("namespace")
     if ns is not None and not isinstance(ns, str):
         errors.append(invalid("metadata.namespace", ns, "must be a string"))
     elif ns is not None:
         errors.extend(validate_dns1123_label(ns, "metadata.namespace"))
-    for key in ("labels", "annotations"):
-        value = metadata.get(key)
-        if value is not None and not (isinstance(value, Mapping) and all(
-                isinstance(k, str) and isinstance(v, str) for k, v in value.items())):
-            errors.append(invalid(f"metadata.{key}", json_type_name(value), "must be a map of string to string"))
-    return valid_name
+    errors.extend(validate_labels(metadata.get("labels"), "metadata.labels"))
+    errors.extend(validate_annotations(metadata.get("annotations"), "metadata.annotations"))
 
 
 def _check_run_policy(run: Any, strict: bool, errors: list[FieldError]) -> None:
@@ -160,8 +194,9 @@ def _check_run_policy(run: Any, strict: bool, errors: list[FieldError]) -> None:
             errors.append(invalid(f"{path}.cleanPodPolicy", policy, "must be a string"))
         elif strict and policy not in CLEAN_POD_POLICIES:
             errors.append(not_supported(f"{path}.cleanPodPolicy", policy, CLEAN_POD_POLICIES))
-    for key in ("ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit"):
-        check_count(run.get(key), f"{path}.{key}", errors)
+    for key, maximum in (("ttlSecondsAfterFinished", MAX_INT32), ("activeDeadlineSeconds", MAX_INT64),
+                         ("backoffLimit", MAX_INT32)):
+        check_count(run.get(key), f"{path}.{key}", errors, maximum)
     check_bool(run.get("suspend"), f"{path}.suspend", errors)
     managed_by = run.get("managedBy")
     if managed_by is not None and managed_by not in MANAGED_BY_VALUES:
@@ -189,15 +224,4 @@ def _check_scheduling_policy(policy: Mapping[str, Any], path: str, errors: list[
             try:
                 parse_quantity(value)
             except QuantityError as err:
-                errors.append(invalid(f"{path}.minResources[{name}]", value, err.reason))
-
-
-def _check_child_names(name: str, replicas: Mapping[str, int], errors: list[FieldError]) -> None:
-    """B3 / issue #1101: `<name>-<type>-<maxIndex>` names the Service, so it must fit in 63 characters."""
-    longest = max((f"{name}-{t.lower()}-{max(n - 1, 0)}" for t, n in replicas.items()), key=len, default="")
-    if len(longest) > MAX_NAME_LENGTH:
-        allowed = MAX_NAME_LENGTH - (len(longest) - len(name))
-        errors.append(invalid(
-            "metadata.name", name,
-            f"must be no more than {max(allowed, 0)} characters: the child pod and service name "
-            f"\"{longest}\" must be a DNS-1035 label of at most {MAX_NAME_LENGTH} characters"))
+                errors.append(invalid(key_path(f"{path}.minResources", str(name)), value, err.reason))

@@ -16,10 +16,10 @@ from support.engine import Engine, kube_client
 from support.waits import wait_until
 
 from airflow_broadcast.cluster.job_records import record_name
-from airflow_broadcast.cluster.job_submission import Submission
 from airflow_broadcast.cluster.kinds.registry import driver_for
 from airflow_broadcast.cluster.reconcile_loop import LoopOutcome, run_reconcile_loop
 from airflow_broadcast.reconcilers.broadcast_job.pods import JOB_NAME_LABEL, JOB_UID_LABEL
+from airflow_broadcast.reconcilers.observed import JobRecord
 
 SIM = "sim.airflow-broadcast.io"
 KIND = "BroadcastJob"
@@ -144,7 +144,7 @@ def condition(status: Mapping[str, Any], kind: str) -> dict[str, Any] | None:
 class BackgroundLoop:
     """The real reconcile loop on its own event loop in a thread, as a triggerer would run it."""
 
-    def __init__(self, engine: Engine, submission: Submission, options: Mapping[str, Any] | None = None,
+    def __init__(self, engine: Engine, submission: JobRecord, options: Mapping[str, Any] | None = None,
                  resync: float = 5.0) -> None:
         self.engine = engine
         self.submission = submission

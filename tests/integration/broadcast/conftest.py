@@ -10,7 +10,7 @@ from bcj_cluster import BackgroundLoop
 from kubernetes import client
 from support.engine import Engine
 
-from airflow_broadcast.cluster.job_submission import Submission
+from airflow_broadcast.reconcilers.observed import JobRecord
 
 
 @pytest.fixture
@@ -18,7 +18,7 @@ def loops(engine: Engine) -> Iterator[Callable[..., BackgroundLoop]]:
     """`loops(submission, options=..., resync=...)` starts a background reconcile loop; all stop after the test."""
     started: list[BackgroundLoop] = []
 
-    def start(submission: Submission, options: Mapping[str, Any] | None = None,
+    def start(submission: JobRecord, options: Mapping[str, Any] | None = None,
               resync: float = 5.0) -> BackgroundLoop:
         loop = BackgroundLoop(engine, submission, options, resync=resync)
         started.append(loop)

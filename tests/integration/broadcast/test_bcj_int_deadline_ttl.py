@@ -65,7 +65,7 @@ def test_D1_D8_deadline_counts_from_start_time_and_a_new_loop_after_it_fails_the
     ads = 2
     submission = engine.submit(bcj("d8", namespace, result=None,
                                    completionPolicy={"type": "Always", "activeDeadlineSeconds": ads}))
-    created = from_rfc3339(submission.record["metadata"]["creationTimestamp"])
+    created = from_rfc3339(submission.raw["metadata"]["creationTimestamp"])
     pause_until(created + ads + 1)  # past the deadline if it were counted from creation
 
     loop = loops(submission)

@@ -81,31 +81,15 @@ def test_M8_a_failed_job_and_its_ttl_deletion_are_counted(engine: Any, namespace
 def test_M8_counters_reach_statsd_through_airflows_own_metrics_client(
         engine: Any, namespace: str, process: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Airflow's metrics set up as the triggerer (core stats) or the task runner (Task SDK stats) does."""
-    import importlib
-
-    from support.statsd_listener import StatsdListener
+    from support.airflow_stats import statsd_configured_as
 
     from airflow_broadcast.hooks.metrics import install_airflow_metrics
 
-    module = {"triggerer": "airflow._shared.observability.metrics.stats",
-              "task runner": "airflow.sdk._shared.observability.metrics.stats"}[process]
-    utils = {"triggerer": "airflow.observability.metrics.stats_utils",
-             "task runner": "airflow.sdk.observability.metrics.stats_utils"}[process]
-    stats = importlib.import_module(module)
-    listener = StatsdListener()
-    listener.start()
-    for key, value in {"STATSD_ON": "True", "STATSD_HOST": "127.0.0.1", "STATSD_PORT": str(listener.port),
-                       "STATSD_PREFIX": "airflow"}.items():
-        monkeypatch.setenv(f"AIRFLOW__METRICS__{key}", value)
-    monkeypatch.setattr(stats, "_factory", None)
-    monkeypatch.setattr(stats, "_backend", None)
-    stats.initialize(factory=importlib.import_module(utils).get_stats_factory(), export_legacy_names=False)
-    install_airflow_metrics()
-    try:
+    with statsd_configured_as(process, monkeypatch) as listener:
+        install_airflow_metrics()
         manifest = tf_manifest("reported", {"Worker": replica(2, annotations=succeed("1s"))})
         assert engine.drive(engine.submit(manifest), KIND, timeout=60).reason == "finished"
-    finally:
-        received = listener.stop()
+    received = listener.counters
     assert received["airflow.airflow_broadcast.tensorflow.jobs_created"] >= 1
     assert received["airflow.airflow_broadcast.tensorflow.jobs_successful"] >= 1
     assert received["airflow.airflow_broadcast.tensorflow.created_pods"] >= 2

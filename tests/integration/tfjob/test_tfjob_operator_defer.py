@@ -31,7 +31,7 @@ def kubernetes_default(monkeypatch: pytest.MonkeyPatch, kubeconfig: str) -> None
 
 
 def execute_until_deferred(manifest: dict[str, Any], namespace: str) -> tuple[TaskDeferred, dict[str, Any]]:
-    operator = TFJobOperator(task_id="tf", manifest=manifest, namespace=namespace)
+    operator = TFJobOperator(task_id="tf", manifest=manifest, namespace=namespace, deferrable=True)
     pushed: dict[str, Any] = {}
     ti = SimpleNamespace(dag_id="tf_defer", task_id="tf", run_id="manual__1", map_index=-1,
                          start_date=datetime.now(UTC), xcom_push=lambda key, value: pushed.update({key: value}))

@@ -13,9 +13,9 @@ from kubernetes import client
 from tfjob_it_support import KIND, replica, tf_manifest
 
 from airflow_broadcast.cluster.job_records import read_manifest
-from airflow_broadcast.cluster.kinds.kueue import QUEUE_LABEL
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.operators.tf_job import TFJobOperator
+from airflow_broadcast.specs.tf_job.spec import QUEUE_NAME_LABEL
 
 pytestmark = pytest.mark.cluster
 
@@ -54,7 +54,7 @@ def test_N8_an_existing_local_queue_labels_the_job_without_warning(engine: Any, 
 
     assert warnings == []
     stored = read_manifest(engine.record(KIND, "queued").to_dict())
-    assert stored["metadata"]["labels"][QUEUE_LABEL] == "team-a"
+    assert stored["metadata"]["labels"][QUEUE_NAME_LABEL] == "team-a"
 
 
 def test_N8_a_missing_local_queue_warns_and_still_labels(engine: Any, namespace: str) -> None:
@@ -62,7 +62,7 @@ def test_N8_a_missing_local_queue_warns_and_still_labels(engine: Any, namespace:
 
     assert len(warnings) == 1 and f"Kueue LocalQueue {namespace}/nowhere was not found" in warnings[0]
     stored = read_manifest(engine.record(KIND, "queued").to_dict())
-    assert stored["metadata"]["labels"][QUEUE_LABEL] == "nowhere"
+    assert stored["metadata"]["labels"][QUEUE_NAME_LABEL] == "nowhere"
 
 
 def test_N8_no_permission_to_read_queues_warns(cluster: Any, namespace: str, core_api: client.CoreV1Api,

@@ -10,8 +10,7 @@ import pytest
 from kubernetes import client
 from tfjob_it_support import KIND, is_true, job_pods, replica, tf_manifest
 
-from airflow_broadcast.cluster.job_records import record_name
-from airflow_broadcast.cluster.job_submission import Submission
+from airflow_broadcast.cluster.job_records import record_name, record_view
 from airflow_broadcast.cluster.kinds.registry import driver_for
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.reconcile_loop import LoopOutcome, record_informer, run_reconcile_loop
@@ -20,8 +19,7 @@ pytestmark = pytest.mark.cluster
 
 
 def test_M2_a_missing_job_record_stops_the_loop_cleanly(engine: Any, namespace: str) -> None:
-    ghost = Submission({"metadata": {"name": "tfjob-ghost", "namespace": namespace, "uid": "no-such-uid"}},
-                       reattached=False)
+    ghost = record_view({"metadata": {"name": "tfjob-ghost", "namespace": namespace, "uid": "no-such-uid"}})
     outcome = engine.drive(ghost, "TFJob", timeout=30)
     assert outcome.reason == "gone"
     assert "tfjob-ghost" in outcome.message
@@ -59,7 +57,7 @@ def test_M5_a_status_write_conflict_is_retried_after_a_fresh_get(engine: Any, na
     assert any("409 on the status write" in r.getMessage() for r in caplog.records), "the write really conflicted"
     assert outcome.reason == "pending"
     assert outcome.record is not None
-    assert int(outcome.record["metadata"]["resourceVersion"]) > int(newer_version) > int(stale_version)
+    assert int(outcome.record.raw["metadata"]["resourceVersion"]) > int(newer_version) > int(stale_version)
     saved = core_api.read_namespaced_config_map(name, namespace)
     assert saved.metadata.annotations.get("team") == "ml", "the other writer's change was kept"
     assert is_true(engine.status(KIND, "clash"), "Created"), "the recomputed status was written"

@@ -18,7 +18,6 @@ from support.fake_engine import NAMESPACE, FakeEngine, fake_engine
 from airflow_broadcast.cluster.job_records import (
     EXPIRES_AT,
     new_record,
-    read_manifest,
     record_name,
     record_path,
     records_path,
@@ -147,7 +146,7 @@ async def test_a_record_replaced_by_another_uid_ends_the_loop_of_the_old_one(env
 
     # Both writes land before the loop's next pass: its cache holds a record of the same name, another uid.
     env.fake.delete(record_path(NAMESPACE, old.name))
-    new = env.fake.create(records_path(NAMESPACE), new_record(BCJ, "hello", NAMESPACE, read_manifest(old.record),
+    new = env.fake.create(records_path(NAMESPACE), new_record(BCJ, "hello", NAMESPACE, old.manifest,
                                                               {}, {}))
     outcome = await asyncio.wait_for(loop, 5)
 
@@ -166,7 +165,7 @@ async def test_a_manifest_edited_into_an_invalid_one_ends_the_loop_as_invalid(en
     assert outcome.reason == "invalid"
     assert "spec.parallelism" in outcome.message
     assert outcome.record is not None
-    assert outcome.record["metadata"]["name"] == record_name(BCJ, "hello")
+    assert outcome.record.name == record_name(BCJ, "hello")
     assert len(env.pods()) == 2, "an invalid manifest deletes nothing"
 
 

@@ -19,14 +19,12 @@ async def _factory() -> Any:
     return _Api()
 
 
-@pytest.mark.parametrize(("setting", "frozen"), [("true", True), ("false", False)])
-async def test_first_client_freezes_the_heap_unless_disabled(monkeypatch: pytest.MonkeyPatch, setting: str,
-                                                              frozen: bool) -> None:
-    monkeypatch.setenv("AIRFLOW_BROADCAST_GC_FREEZE", setting)
+@pytest.mark.parametrize("frozen", [True, False])
+async def test_first_client_freezes_the_heap_unless_disabled(monkeypatch: pytest.MonkeyPatch, frozen: bool) -> None:
     monkeypatch.setattr(shared_clients, "_frozen", False)
     gc.unfreeze()
     try:
-        await shared_clients.shared_client(f"freeze-{setting}", _factory)
+        await shared_clients.shared_client(f"freeze-{frozen}", _factory, freeze_heap=frozen)
         assert (gc.get_freeze_count() > 0) is frozen
     finally:
         gc.unfreeze()

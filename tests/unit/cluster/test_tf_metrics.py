@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -34,25 +35,32 @@ def recorder() -> Iterator[Recorder]:
     job_metrics.remove_sink(sink)
 
 
-def test_M8_counters_go_to_airflow_stats_named_and_tagged_like_upstream(monkeypatch: pytest.MonkeyPatch) -> None:
-    sent: list[tuple[str, int, dict[str, str]]] = []
+@pytest.mark.parametrize(("in_triggerer", "target"), [(False, airflow_metrics.WORKER_STATS),
+                                                     (True, airflow_metrics.TRIGGERER_STATS)])
+def test_M8_counters_go_to_airflow_stats_named_and_tagged_like_upstream(monkeypatch: pytest.MonkeyPatch,
+                                                                        in_triggerer: bool, target: str) -> None:
+    """Through Airflow's public stats modules: the Task SDK's on a worker, core's in a triggerer."""
+    sent: dict[str, list[tuple[str, int, dict[str, str]]]] = {}
+    for module in (airflow_metrics.WORKER_STATS, airflow_metrics.TRIGGERER_STATS):
+        calls = sent.setdefault(module, [])
 
-    class FakeStats:
-        @staticmethod
-        def incr(stat: str, count: int = 1, rate: float = 1, *, tags: dict[str, str] | None = None) -> None:
-            sent.append((stat, count, dict(tags or {})))
+        def incr(stat: str, count: int | None = None, rate: float | None = None, *,
+                 tags: dict[str, str] | None = None, calls: list[Any] = calls) -> None:
+            calls.append((stat, count, dict(tags or {})))
 
-    monkeypatch.setattr(airflow_metrics, "_configured_stats", lambda: FakeStats)
+        monkeypatch.setattr(importlib.import_module(module), "incr", incr)
+    monkeypatch.setattr(airflow_metrics, "_in_triggerer", in_triggerer)
     airflow_metrics.install_airflow_metrics()
     airflow_metrics.install_airflow_metrics()  # importing twice must not double-count
     job_metrics.count(job_metrics.JOBS_SUCCESSFUL, "TFJob", "ml")
     job_metrics.count(job_metrics.CREATED_PODS, "BroadcastJob", "ops", 3)
     job_metrics.count(job_metrics.DELETED_PODS, "TFJob", "ml", 0)
 
-    assert sent == [
+    assert sent.pop(target) == [
         ("airflow_broadcast.tensorflow.jobs_successful", 1, {"job_namespace": "ml", "framework": "tensorflow"}),
         ("airflow_broadcast.broadcastjob.created_pods", 3, {"job_namespace": "ops", "framework": "broadcastjob"}),
     ]
+    assert list(sent.values()) == [[]], "the other component's stats module gets nothing"
 
 
 def test_M8_a_failing_sink_never_fails_the_job(recorder: Recorder) -> None:

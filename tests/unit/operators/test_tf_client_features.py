@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 
 from airflow_broadcast.cluster.job_records import new_record
-from airflow_broadcast.cluster.kinds.tf_job import TFJobDriver
-from airflow_broadcast.operators.job_runtime import JobFailedError, JobTarget, JobTimeoutError, conclude
+from airflow_broadcast.operators.job_runtime import JobFailedError, JobTimeoutError, conclude
 from airflow_broadcast.operators.tf_job import TFJobOperator
+from airflow_broadcast.reconcilers.observed import JobRecord
+from airflow_broadcast.reconcilers.tf_job.kind import TFJobKind, TFJobSummary
 from airflow_broadcast.specs.field_errors import InvalidSpecError
-from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger
+from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger, JobTriggerArgs
 
 MANIFEST = """
 apiVersion: kubeflow.org/v1
@@ -41,11 +42,10 @@ def test_N1_a_full_tfjob_as_yaml_or_dict_with_a_namespace_override(as_dict: bool
     assert "replicas" in job.manifest["spec"]["tfReplicaSpecs"]["Worker"], "stored as written, not defaulted"
 
 
-def _summary(conditions: list[dict[str, str]]) -> dict[str, Any]:
-    record = {"metadata": {"name": "tfjob-mnist", "namespace": "ns", "uid": "u",
-                           "labels": {"airflow-broadcast.io/job-name": "mnist"}}}
-    return TFJobDriver().summary(record, {"conditions": conditions,
-                                          "replicaStatuses": {"Worker": {"active": 1}}})
+def _summary(conditions: list[dict[str, str]]) -> TFJobSummary:
+    record = JobRecord(name="tfjob-mnist", namespace="ns", uid="u", owner_reference={}, job_name="mnist",
+                       status={"conditions": conditions, "replicaStatuses": {"Worker": {"active": 1}}})
+    return TFJobKind().summary(record)
 
 
 @pytest.mark.parametrize(("conditions", "phase"), [
@@ -99,8 +99,8 @@ class FailedTFJobApi:
 def test_N7_the_failing_pods_tensorflow_log_tail_is_in_the_task_log(monkeypatch: pytest.MonkeyPatch,
                                                                      caplog: pytest.LogCaptureFixture) -> None:
     api = FailedTFJobApi()
-    monkeypatch.setattr(JobTarget, "hook", lambda self: api)
-    target = JobTarget("TFJob", "ns", "tfjob-mnist", "u", "kubernetes_default", None, {})
+    monkeypatch.setattr(JobTriggerArgs, "hook", lambda self: api)
+    target = JobTriggerArgs.from_kwargs({"kind": "TFJob", "namespace": "ns", "record_name": "tfjob-mnist", "uid": "u"})
     log = logging.getLogger("test.n7")
 
     with caplog.at_level(logging.ERROR, logger="test.n7"), pytest.raises(JobFailedError, match="Worker 1"):
@@ -125,17 +125,18 @@ def test_N10_failure_message_names_replica_pod_exit_code_and_reason() -> None:
                          "message": "TFJob ns/mnist has failed because 1 Worker replica(s) failed."}])
     summary["failure"] = {"replicaType": "Worker", "index": 1, "pod": "mnist-worker-1", "exitCode": 137,
                           "reason": "OOMKilled", "message": ""}
-    message = TFJobDriver().failure(summary)
+    message = TFJobKind().failure(summary)
     assert message == ("TFJob ns/mnist failed: TFJob ns/mnist has failed because 1 Worker replica(s) failed. "
                        "Failing replica: Worker 1 (pod mnist-worker-1, exit code 137, OOMKilled).")
-    assert TFJobDriver().failed_children(summary) == ["mnist-worker-1"]
+    assert TFJobKind().failed_children(summary) == ["mnist-worker-1"]
 
 
 async def test_N12_killing_the_task_deletes_the_running_pods_and_keeps_the_record(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Deviation: the TFJob record and the finished pods stay (result, TTL); only active pods are deleted."""
     def pod(name: str, phase: str, deleting: bool = False) -> dict[str, Any]:
-        meta: dict[str, Any] = {"name": name, "uid": f"uid-{name}"}
+        meta: dict[str, Any] = {"name": name, "uid": f"uid-{name}", "ownerReferences": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "tfjob-mnist", "uid": "u", "controller": True}]}
         if deleting:
             meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
         return {"metadata": meta, "status": {"phase": phase}}

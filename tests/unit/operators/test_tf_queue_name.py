@@ -7,9 +7,11 @@ from typing import Any
 import pytest
 
 from airflow_broadcast.cluster import api_errors as e
-from airflow_broadcast.cluster.kinds.kueue import QUEUE_LABEL, QueueCheckError, check_local_queue
+from airflow_broadcast.cluster.kinds.tf_job import check_local_queue
+from airflow_broadcast.exceptions import QueueCheckError
 from airflow_broadcast.operators.tf_job import TFJobOperator
 from airflow_broadcast.specs.field_errors import InvalidSpecError
+from airflow_broadcast.specs.tf_job.spec import QUEUE_NAME_LABEL
 
 MANIFEST = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
             "metadata": {"name": "mnist", "labels": {"team": "ml"}},
@@ -19,8 +21,8 @@ MANIFEST = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
 
 def test_N8_queue_name_adds_the_kueue_label_and_keeps_the_others() -> None:
     job = TFJobOperator(task_id="t", manifest=MANIFEST, queue_name="team-a").parse(MANIFEST, "ml", "default")
-    assert job.manifest["metadata"]["labels"] == {"team": "ml", QUEUE_LABEL: "team-a"}
-    assert "labels" in MANIFEST["metadata"] and QUEUE_LABEL not in MANIFEST["metadata"]["labels"], "input untouched"
+    assert job.manifest["metadata"]["labels"] == {"team": "ml", QUEUE_NAME_LABEL: "team-a"}
+    assert QUEUE_NAME_LABEL not in MANIFEST["metadata"]["labels"], "input untouched"
     assert "queue_name" in TFJobOperator.template_fields
 
 

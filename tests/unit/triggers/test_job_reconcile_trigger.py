@@ -98,4 +98,35 @@ async def test_an_api_error_becomes_an_error_event_not_a_crash(monkeypatch: pyte
     assert event.payload["status"] == "error"
     assert "cannot list resource \"nodes\"" in event.payload["message"]
     assert "docs/rbac.md" in event.payload["message"]
-    assert job_reconcile.LOOP_LAG_ENV == "AIRFLOW_BROADCAST_MEASURE_LOOP_LAG"
+
+
+async def test_the_loop_gets_the_kinds_options_and_the_event_names_outcome_and_phase(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_broadcast.cluster.reconcile_loop import LoopOutcome, LoopReason
+    from airflow_broadcast.reconcilers.broadcast_job.reconciler import BroadcastOptions
+    from airflow_broadcast.reconcilers.observed import JobRecord
+
+    record = JobRecord(name="bcj-prune", namespace="ops", uid="u-1", owner_reference={}, status={"phase": "completed"})
+    seen: dict[str, Any] = {}
+
+    async def loop(client: Any, driver: Any, namespace: str, record_name: str, uid: str, **kw: Any) -> LoopOutcome:
+        seen.update(driver=driver, target=(namespace, record_name, uid), **kw)
+        return LoopOutcome(LoopReason.FINISHED, record)
+
+    async def no_sweep(client: Any, namespace: str, **settings: Any) -> None:
+        return None
+
+    class _Hook:
+        async def kube_client(self) -> object:
+            return object()
+
+    monkeypatch.setattr(job_reconcile, "run_reconcile_loop", loop)
+    monkeypatch.setattr(job_reconcile, "sweep_in_background", no_sweep)
+    monkeypatch.setattr(JobReconcileTrigger, "_hook", lambda self: _Hook())
+    event = await JobReconcileTrigger(**KWARGS).run().__anext__()
+
+    assert event.payload == {"status": "finished", "message": "", "kind": "BroadcastJob", "namespace": "ops",
+                             "record_name": "bcj-prune", "uid": "u-1", "phase": "completed"}
+    assert seen["driver"].kind.options == BroadcastOptions(assign_by_scheduler=True, kruise_compat=False)
+    assert seen["target"] == ("ops", "bcj-prune", "u-1")
+    assert (seen["deadline"], seen["resync"]) == (1800000000.0, 30.0)

@@ -32,6 +32,7 @@ from airflow_broadcast.reconcilers.broadcast_job.pods import (
 from airflow_broadcast.reconcilers.broadcast_job.reconciler import BroadcastOptions, reconcile_broadcast_job
 from airflow_broadcast.reconcilers.plan import Plan
 from airflow_broadcast.specs.broadcast_job.spec import BroadcastJobSpec
+from airflow_broadcast.specs.name_rules import is_dns1123_label, is_valid_label_value
 
 USER_AFFINITY: dict[str, Any] = {
     "nodeAffinity": {
@@ -213,6 +214,32 @@ def test_P11_pod_name_is_job_plus_ten_hex_of_record_and_node_and_names_the_node(
 
 def test_P11_a_new_run_of_the_same_job_gets_other_pod_names() -> None:
     assert pod_name_for("bcj", "uid-run-1", "node-00") != pod_name_for("bcj", "uid-run-2", "node-00")
+
+
+@pytest.mark.parametrize("name", ["a" * 52, "a" * 53, "b" * 63, "train-" * 10 + "abc", "x" * 51 + "-y" * 6])
+def test_V19_P11_a_name_of_any_valid_length_gives_pod_names_within_63_that_keep_the_hash(name: str) -> None:
+    """Like generateName, the job-name part is cut (never the hash, never leaving a '-' before it)."""
+    record = make_record()
+    plan = reconcile_broadcast_job(make_spec(name=name), record, make_nodes(3), [], NOW)
+    assert len(plan.create_pods) == 3
+    for body in plan.create_pods:
+        meta = body["metadata"]
+        pod_name = meta["name"]
+        digest = hashlib.sha256(f"{record.uid}/{meta['annotations'][NODE_ANNOTATION]}".encode()).hexdigest()[:10]
+        prefix = pod_name.removesuffix(f"-{digest}")
+        assert pod_name.endswith(f"-{digest}") and len(pod_name) <= 63 and is_dns1123_label(pod_name) == []
+        assert prefix == (name if len(name) <= 52 else name[:52].rstrip("-"))
+        assert meta["labels"][JOB_NAME_LABEL] == name and is_valid_label_value(name) == []
+        assert meta["generateName"] == f"{name}-"
+    assert len({p["metadata"]["name"] for p in plan.create_pods}) == 3
+
+
+def test_V19_short_names_are_not_cut_and_two_long_names_sharing_a_prefix_still_differ() -> None:
+    short = pod_name_for("a" * 52, "uid-1", "node-00")
+    assert short.startswith("a" * 52 + "-") and len(short) == 63
+    first, second = "long-" * 12 + "one", "long-" * 12 + "two"
+    assert pod_name_for(first, "uid-1", "node-00")[:52] == pod_name_for(second, "uid-2", "node-00")[:52]
+    assert pod_name_for(first, "uid-1", "node-00") != pod_name_for(second, "uid-2", "node-00")
 
 
 def test_P12_attempt_annotation_starts_at_one_and_counts_reruns_of_a_node() -> None:

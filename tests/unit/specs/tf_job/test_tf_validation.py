@@ -8,7 +8,7 @@ import pytest
 from support.tf_builders import container, manifest, replica
 
 from airflow_broadcast.specs.field_errors import InvalidSpecError
-from airflow_broadcast.specs.tf_job import parse_tf_job, validate_tf_job, validate_tf_job_update
+from airflow_broadcast.specs.tf_job import parse_tf_job, tf_job_warnings, validate_tf_job, validate_tf_job_update
 
 DNS1035 = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
            "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
@@ -32,16 +32,21 @@ def test_B2_name_longer_than_63_is_rejected() -> None:
     name = "a" * 64
     assert messages(manifest(name)) == [
         f'metadata.name: Invalid value: "{name}": should match: must be no more than 63 characters']
-    assert validate_tf_job(manifest("a" * 48)) == []
+    assert validate_tf_job(manifest("a" * 63)) == []
 
 
-def test_B3_child_names_must_fit_in_63_characters() -> None:
+def test_B3_names_upstream_accepts_are_valid_and_too_long_service_names_only_warn() -> None:
+    """Upstream checks the name alone (V1), so a 63-character name passes even with `-worker-99` to add."""
     name = "a" * 54
-    errors = validate_tf_job(manifest(name, replicas={"Worker": 100}))
-    assert len(errors) == 1
-    assert errors[0].path == "metadata.name"
-    assert f'"{name}-worker-99"' in errors[0].message and "must be no more than 53 characters" in errors[0].message
-    assert validate_tf_job(manifest(name, replicas={"Worker": 10})) == []
+    long_job = manifest(name, replicas={"Worker": 100})
+    assert validate_tf_job(long_job) == []
+    assert parse_tf_job(long_job).name == name
+    [warning] = tf_job_warnings(long_job)
+    assert f'the Service name "{name}-worker-99" is longer than 63 characters' in warning
+    assert "FailedCreateService" in warning and "at most 53 characters" in warning
+    assert tf_job_warnings(manifest(name, replicas={"Worker": 10})) == []  # "-worker-9" fits exactly
+    [longest] = tf_job_warnings(manifest("a" * 63, replicas={"Evaluator": 1, "Worker": 1}))
+    assert f'"{"a" * 63}-evaluator-0"' in longest and "at most 51 characters" in longest
 
 
 def test_B4_replica_specs_are_required() -> None:

@@ -1,0 +1,39 @@
+"""The parameters an operator and a sensor of a job share, with their defaults written once."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from airflow_broadcast.config import current_settings
+from airflow_broadcast.operators.job_runtime import DEFAULT_STARTUP_TIMEOUT_SECONDS
+from airflow_broadcast.reconcilers.kind import KindName
+from airflow_broadcast.triggers.job_reconcile import check_visibility
+from airflow_broadcast.version_compat import BaseOperator, conf
+
+
+class JobTaskSettings(BaseOperator):
+    """Where the job lives, how to reach it, and what the task log shows.
+
+    The operators derive from it directly and the sensors list it before BaseSensorOperator. It is an
+    operator class, so Airflow fills its parameters from `default_args` like any other.
+    """
+
+    kind: ClassVar[KindName]
+    get_logs: bool = False  # TFJob tasks: follow the chief's log
+
+    def __init__(self, *, namespace: str | None = None, kubernetes_conn_id: str = "kubernetes_default",
+                 cluster_context: str | None = None,
+                 deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=True),
+                 resync_seconds: float = current_settings().resync_seconds, log_tail_lines: int = 50,
+                 max_logged_failures: int = 5,
+                 startup_timeout_seconds: float | None = DEFAULT_STARTUP_TIMEOUT_SECONDS, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        check_visibility(self.kind, startup_timeout_seconds, self.get_logs)
+        self.namespace = namespace
+        self.kubernetes_conn_id = kubernetes_conn_id
+        self.cluster_context = cluster_context
+        self.deferrable = deferrable
+        self.resync_seconds = resync_seconds
+        self.log_tail_lines = log_tail_lines
+        self.max_logged_failures = max_logged_failures
+        self.startup_timeout_seconds = startup_timeout_seconds

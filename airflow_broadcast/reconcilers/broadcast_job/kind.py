@@ -1,0 +1,172 @@
+"""BroadcastJob as a job kind: parse, reconcile, and read a record's status (finished, settled, result, failure)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, TypedDict, cast
+
+from airflow_broadcast.reconcilers.broadcast_job.reconciler import (
+    BroadcastOptions,
+    job_finished,
+    reconcile_broadcast_job,
+)
+from airflow_broadcast.reconcilers.kind import Condition, JobIdentity, ParsedJob, identity, spec_section
+from airflow_broadcast.reconcilers.observed import JobRecord, NodeInfo, PodInfo
+from airflow_broadcast.reconcilers.plan import Plan
+from airflow_broadcast.specs.broadcast_job import (
+    API_VERSION,
+    broadcast_job_warnings,
+    parse_broadcast_job,
+    to_manifest,
+)
+from airflow_broadcast.specs.broadcast_job.spec import COMPLETION_NEVER
+from airflow_broadcast.specs.timestamps import from_rfc3339
+
+MAX_NAMED_FAILURES = 20
+
+
+class NodeResult(TypedDict, total=False):
+    """One node's line of `status.nodes` (and of the XCom)."""
+
+    pod: str
+    phase: str
+    restarts: int
+    attempt: int
+    exitCode: int
+    reason: str
+    message: str
+
+
+class BroadcastJobStatus(TypedDict, total=False):
+    """`status` as the BroadcastJob reconciler writes it: upstream's fields plus per-node results."""
+
+    phase: str
+    desired: int
+    active: int
+    succeeded: int
+    failed: int
+    startTime: str
+    completionTime: str
+    conditions: list[Condition]
+    failureReason: str
+    nodes: dict[str, NodeResult]
+    ineligibleNodes: dict[str, str]
+
+
+class BroadcastJobSummary(JobIdentity):
+    """The XCom of BroadcastJobOperator and BroadcastJobSensor."""
+
+    phase: str
+    desired: int
+    active: int
+    succeeded: int
+    failed: int
+    startTime: str | None
+    completionTime: str | None
+    conditions: list[Condition]
+    nodes: dict[str, NodeResult]
+    ineligibleNodes: dict[str, str]
+
+
+@dataclass(frozen=True)
+class BroadcastObserved:
+    """What one pass reads: every node of the cluster and the job's pods."""
+
+    nodes: Sequence[NodeInfo]
+    pods: Sequence[PodInfo]
+
+
+@dataclass(frozen=True)
+class BroadcastJobKind:
+    """One pod on every eligible node, as OpenKruise's BroadcastJob controller runs it."""
+
+    options: BroadcastOptions = field(default_factory=BroadcastOptions)
+    name: ClassVar[Literal["BroadcastJob"]] = "BroadcastJob"
+    api_version: ClassVar[str] = API_VERSION
+
+    def parse(self, manifest: Mapping[str, Any] | str, *, namespace: str | None,
+              default_namespace: str) -> ParsedJob:
+        """Stored defaulted, in upstream's v1beta1 form, with the warnings upstream's webhook would give."""
+        warnings: list[str] = []
+        spec = parse_broadcast_job(manifest, namespace=namespace, default_namespace=default_namespace,
+                                   warnings=warnings)
+        stored = to_manifest(spec)
+        return ParsedJob(spec.name, spec.namespace, stored, (*warnings, *broadcast_job_warnings(stored)))
+
+    def validate_update(self, name: str, new: Mapping[str, Any], old: Mapping[str, Any], *,
+                        namespace: str) -> None:
+        parse_broadcast_job(new, namespace=namespace)
+
+    def reconcile(self, record: JobRecord, observed: BroadcastObserved, now: float) -> Plan:
+        spec = parse_broadcast_job(record.manifest, namespace=record.namespace)
+        return reconcile_broadcast_job(spec, record, observed.nodes, observed.pods, now, self.options)
+
+    def is_finished(self, status: Mapping[str, Any]) -> bool:
+        return job_finished(status) is not None
+
+    def settled(self, record: JobRecord) -> bool:
+        """A `Never` job never finishes: a waiting task returns once every desired node is done."""
+        status = cast(BroadcastJobStatus, record.status)
+        never = spec_section(record.manifest, "completionPolicy").get("type") == COMPLETION_NEVER
+        if not never or status.get("phase") != "running":
+            return False
+        desired = int(status.get("desired", 0))
+        done = sum(1 for n in (status.get("nodes") or {}).values() if n.get("phase") in ("Succeeded", "Failed"))
+        return desired > 0 and done >= desired and int(status.get("active", 0)) == 0
+
+    def active_deadline(self, record: JobRecord, now: float) -> float | None:
+        """A paused job has not started its clock (validation keeps deadlines off `Never` jobs)."""
+        seconds = spec_section(record.manifest, "completionPolicy").get("activeDeadlineSeconds")
+        if seconds is None or (record.manifest.get("spec") or {}).get("paused") is True:
+            return None
+        return (from_rfc3339(record.status.get("startTime")) or now) + int(seconds)
+
+    def summary(self, record: JobRecord) -> BroadcastJobSummary:
+        status = cast(BroadcastJobStatus, record.status)
+        return {
+            **identity(self.name, record),
+            "phase": status.get("phase", ""),
+            "desired": int(status.get("desired", 0)),
+            "active": int(status.get("active", 0)),
+            "succeeded": int(status.get("succeeded", 0)),
+            "failed": int(status.get("failed", 0)),
+            "startTime": status.get("startTime"),
+            "completionTime": status.get("completionTime"),
+            "conditions": list(status.get("conditions") or []),
+            "nodes": dict(status.get("nodes") or {}),
+            "ineligibleNodes": dict(status.get("ineligibleNodes") or {}),
+        }
+
+    def failure(self, summary: BroadcastJobSummary) -> str | None:
+        """Why the job failed, naming the failed nodes with exit code and reason; None if it did not."""
+        failed = [c for c in summary["conditions"] if c.get("type") == "Failed" and c.get("status") == "True"]
+        if not failed:
+            return None
+        nodes = [(n, r) for n, r in sorted(summary["nodes"].items()) if r.get("phase") == "Failed"]
+        shown = ", ".join(
+            f"{n} (pod {r.get('pod')}, exit code {r.get('exitCode', '?')}, {r.get('reason') or 'no reason'})"
+            for n, r in nodes[:MAX_NAMED_FAILURES])
+        more = f" and {len(nodes) - MAX_NAMED_FAILURES} more" if len(nodes) > MAX_NAMED_FAILURES else ""
+        detail = f" Failed nodes: {shown}{more}." if nodes else ""
+        counts = f"{summary['succeeded']} succeeded, {summary['failed']} failed of {summary['desired']} desired"
+        return (f"BroadcastJob {summary['namespace']}/{summary['name']} failed: "
+                f"{failed[-1].get('message', '')} ({counts}).{detail}")
+
+    def failed_children(self, summary: BroadcastJobSummary) -> list[str]:
+        return [r["pod"] for _, r in sorted(summary["nodes"].items()) if r.get("phase") == "Failed" and r.get("pod")]
+
+    def failed_units(self, summary: BroadcastJobSummary) -> dict[str, str]:
+        """node → one-line failure description."""
+        return {n: f"pod {r.get('pod')} exit code {r.get('exitCode', '?')} {r.get('reason', '')}".strip()
+                for n, r in summary["nodes"].items() if r.get("phase") == "Failed"}
+
+    def progress_line(self, summary: BroadcastJobSummary) -> str:
+        done = summary["succeeded"] + summary["failed"]
+        return (f"BroadcastJob {summary['namespace']}/{summary['name']}: {done}/{summary['desired']} done "
+                f"({summary['succeeded']} succeeded, {summary['failed']} failed, {summary['active']} active), "
+                f"phase {summary['phase'] or 'pending'}")
+
+    def log_container(self, manifest: Mapping[str, Any]) -> str | None:
+        containers = (((manifest.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+        return str(containers[0].get("name")) if containers else None
