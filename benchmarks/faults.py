@@ -177,6 +177,15 @@ def render(figures: dict[str, Any], outage_seconds: float) -> str:
                    "job done after the kill (s)"], [
         [restart["api_gone_seconds"], restart["client_requests"], restart["outcome"], _yes(restart["correct"]),
          restart["finished_after_kill"]]])
+    out += ["### What these faults changed in the engine", "",
+            "- A throttled watch waits out its `Retry-After` before relisting (it relisted after 0.5 s).",
+            "- A watch that ends at once, or answers 410 again and again, is reopened with doubling delays; the",
+            "  backoff resets only after a healthy watch (before: 2,162 and 551 watches in 10 s).",
+            "- A reconcile pass whose writes fail for longer than the client's own retries (about 12 s) is retried",
+            "  with backoff instead of failing the task.",
+            "- A cache that listed an empty collection stays usable when its watch then fails.",
+            "- A 2xx answer that is not JSON is a retryable transport error; it used to end the informer silently.",
+            ""]
     return "\n".join(out)
 
 
@@ -184,7 +193,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.faults")
     parser.add_argument("--outage-seconds", type=float, default=60.0)
     parser.add_argument("--out", type=Path, default=DOC)
+    parser.add_argument("--render-only", action="store_true", help=f"rewrite the section from {RESULTS.name}")
     args = parser.parse_args(argv)
+    if args.render_only:
+        saved = json.loads(RESULTS.read_text())
+        args.out.write_text(render(saved, saved["outage_seconds"]))
+        return 0
     info = ControlPlane().start()
     pool = f"faults-{uuid.uuid4().hex[:6]}"
     bench = Bench(info.kubeconfig, pool)
@@ -193,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
         wait_nodes_schedulable(bench.core, nodes)
         started = time.time()
         figures = {"jobs": job_runs(bench), "outages": outage_runs(bench, args.outage_seconds),
-                   "restart": restart_run(), "generated": time.strftime("%Y-%m-%d", time.gmtime(started))}
+                   "restart": restart_run(), "generated": time.strftime("%Y-%m-%d", time.gmtime(started)),
+                   "outage_seconds": args.outage_seconds}
     finally:
         delete_nodes(info.kubeconfig, nodes)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

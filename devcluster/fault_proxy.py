@@ -27,6 +27,7 @@ from aiohttp import web
 
 from devcluster.fault_rules import (
     DELAY,
+    GARBLE,
     RESET,
     RESET_AFTER,
     STATUS,
@@ -204,8 +205,7 @@ class FaultProxy:
             self._active.add(transport)
         try:
             cut = rule.after_events if rule is not None and rule.fault == WATCH_CUT else None
-            return await self._forward(request, body, watch, record, fault, cut, rule is not None
-                                       and rule.fault == RESET_AFTER)
+            return await self._forward(request, body, watch, record, fault, cut, rule.fault if rule else "")
         finally:
             self._active.discard(transport)
 
@@ -226,9 +226,11 @@ class FaultProxy:
         return resp
 
     async def _forward(self, request: web.Request, body: bytes, watch: bool, record: RequestRecord, fault: str,
-                       cut_after: int | None, reset_after: bool) -> web.StreamResponse:
+                       cut_after: int | None, after: str) -> web.StreamResponse:
+        """Send the request on; `after` (RESET_AFTER, GARBLE) spoils the answer once the apiserver gave it."""
         assert self._session is not None
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
+        headers["Accept-Encoding"] = "identity"  # plain bodies: watch lines are read, and bodies may be cut
         timeout = aiohttp.ClientTimeout(total=None if watch else 120, sock_connect=10)
         try:
             async with self._session.request(request.method, self.upstream.server + request.path_qs, data=body or None,
@@ -240,8 +242,10 @@ class FaultProxy:
                 data = await upstream.read()
         except (aiohttp.ClientError, OSError, TimeoutError):
             _abort(request.transport)  # the apiserver is unreachable: so is the proxy
-        if reset_after:
+        if after == RESET_AFTER:
             _abort(request.transport)
+        if after == GARBLE:
+            data = data[: len(data) // 2]
         return web.Response(status=upstream.status, body=data, headers=answer)
 
     async def _stream(self, request: web.Request, upstream: aiohttp.ClientResponse, headers: dict[str, str],

@@ -20,7 +20,8 @@ DELAY = "delay"  # the request is held `delay` seconds, then forwarded
 WATCH_GONE = "watch_gone"  # a watch answers 200, then an ERROR event with a 410 Expired Status
 WATCH_CUT = "watch_cut"  # a watch forwards `after_events` events, then half of the next line, then dies
 WATCH_END = "watch_end"  # a watch answers 200 and ends at once, without an event
-FAULTS = (STATUS, RESET, RESET_AFTER, DELAY, WATCH_GONE, WATCH_CUT, WATCH_END)
+GARBLE = "garble"  # the apiserver's answer arrives cut to half its length (a 200 that is not JSON)
+FAULTS = (STATUS, RESET, RESET_AFTER, DELAY, WATCH_GONE, WATCH_CUT, WATCH_END, GARBLE)
 WATCH_ONLY = (WATCH_GONE, WATCH_CUT, WATCH_END)
 
 
@@ -47,6 +48,8 @@ class FaultRule:
             raise ValueError(f"unknown fault {self.fault!r}; one of {', '.join(FAULTS)}")
         if self.fault in WATCH_ONLY:
             self.watch = True
+        elif self.fault == GARBLE:
+            self.watch = False
         self._pattern = re.compile(self.path)
 
     def matches(self, method: str, path: str, watch: bool) -> bool:
@@ -70,7 +73,7 @@ class FaultRule:
         what = {STATUS: f"HTTP {self.status}" + (f" + Retry-After {self.retry_after}" if self.retry_after else ""),
                 DELAY: f"{self.delay:g} s delay", WATCH_CUT: f"watch cut after {self.after_events} event(s)",
                 WATCH_GONE: "watch ERROR 410 Expired", WATCH_END: "watch ends at once",
-                RESET: "connection reset before the apiserver",
+                RESET: "connection reset before the apiserver", GARBLE: "answer body cut in half",
                 RESET_AFTER: "connection reset after the apiserver applied it"}[self.fault]
         return f"{what} on {self.method} {self.path or '*'}" + (" (watch)" if self.watch else "")
 

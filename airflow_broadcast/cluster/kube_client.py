@@ -89,6 +89,15 @@ async def _parse_json(raw: bytes) -> Any:
     return json.loads(raw)
 
 
+async def _parse_body(raw: bytes, verb: str, target: str) -> Any:
+    """A 2xx body that is not JSON (cut or mangled on the way) is a transport failure: retried, never fatal."""
+    try:
+        return await _parse_json(raw)
+    except ValueError as exc:
+        raise TransportError(0, "Malformed", f"the answer ({len(raw)} bytes) is not JSON: {exc}",
+                             verb=verb, target=target) from exc
+
+
 class KubeClient:
     """Thin async client over an ApiClient. Share one instance per process and cluster."""
 
@@ -119,7 +128,7 @@ class KubeClient:
                 delay = exc.retry_after if exc.retry_after else min(15.0, 0.2 * 2 ** attempt)
                 delay *= 1 + random.random() * 0.2
                 log.info("Kubernetes API %s on %s %s; retry %d in %.1f s",
-                         exc.status or "unreachable", method, path, attempt, delay)
+                         exc.status or exc.reason.lower(), method, path, attempt, delay)
                 await asyncio.sleep(delay)
 
     async def request_text(self, method: str, path: str, *, query: Mapping[str, Any] | None = None) -> str:
@@ -146,7 +155,7 @@ class KubeClient:
             raise TransportError(0, "Unreachable", f"{type(exc).__name__}: {exc}",
                                  verb=method, target=path) from exc
         if 200 <= status < 300:
-            return raw if raw_body else await _parse_json(raw)
+            return raw if raw_body else await _parse_body(raw, method, path)
         raise error_from_response(status, raw, verb=method, target=path, retry_after=retry_after)
 
     async def get(self, path: str, **query: Any) -> JsonDict:
@@ -220,7 +229,7 @@ class KubeClient:
             async for line in lines:
                 if not line.strip():
                     continue
-                event = await _parse_json(line)
+                event = await _parse_body(line, "WATCH", path)
                 kind = event.get("type", "")
                 obj = event.get("object") or {}
                 if kind == "ERROR":

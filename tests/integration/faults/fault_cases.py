@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from devcluster.fault_rules import DELAY, RESET, RESET_AFTER, STATUS, WATCH_CUT, WATCH_GONE, FaultRule
+from devcluster.fault_rules import DELAY, GARBLE, RESET, RESET_AFTER, STATUS, WATCH_CUT, WATCH_GONE, FaultRule
 from tests.integration.faults.fault_harness import BCJ, TF
 
 
@@ -72,6 +72,9 @@ CASES: tuple[FaultCase, ...] = (
     FaultCase("429-retry-after-on-watch", BCJ, lambda ns: [
         FaultRule(STATUS, "GET", _api(ns, "pods"), watch=True, status=429, retry_after=2, times=1),
         FaultRule(DELAY, "GET", _api(ns, "configmaps"), watch=False, delay=1.0, times=1)], (STATUS, DELAY)),
+    FaultCase("garbled-list-answers", BCJ, lambda ns: [
+        FaultRule(GARBLE, "GET", _api(ns, "pods"), times=1),
+        FaultRule(GARBLE, "GET", r"^/api/v1/nodes$", times=1)], (GARBLE,)),
     FaultCase("tfjob-429-services-503-pods", TF, lambda ns: [
         FaultRule(STATUS, "POST", _api(ns, "services"), status=429, retry_after=1, times=1),
         FaultRule(STATUS, "POST", _api(ns, "pods"), status=503, times=2)], (STATUS,)),
