@@ -23,7 +23,7 @@ async def env(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeEngine]:
         yield engine
 
 
-async def test_M5_a_status_write_lost_to_another_writer_is_recomputed_from_a_fresh_get(
+async def test_a_status_write_lost_to_another_writer_is_recomputed_from_a_fresh_get(
         env: FakeEngine, caplog: pytest.LogCaptureFixture) -> None:
     submission = await env.submit(tf_builders.manifest("clash", NAMESPACE, {"Worker": 2}))
     path = record_path(NAMESPACE, submission.name)
