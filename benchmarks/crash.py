@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> None:
                     namespaces.append(f"crash-{uuid.uuid4().hex[:8]}")
                     core.create_namespace({"metadata": {"name": namespaces[-1]}})
                     later = extra if run % 2 else (*extra[:-1], "ttl")
-                    points = seeded_points(rng, job.size, pod_kills, later) if run else []
+                    mode = ("standby", "restart")[run % 2]
+                    points = seeded_points(rng, job.size, pod_kills, later, mode) if run else []
                     result = runner.run(job, namespaces[-1], points)
                     signature = xcom_signature(result, namespaces[-1])
                     baseline = signature if run == 0 else baseline

@@ -66,11 +66,13 @@ class RunResult:
         return f"{self.state} in {self.seconds:.0f} s; {self.pods}; kills {kills}"
 
 
-def seeded_points(rng: random.Random, size: int, pods_kills: int, extra: tuple[str, ...]) -> list[KillPoint]:
-    """`pods_kills` points at N pods (N from 1..size-1, ascending), then the `extra` kinds of point, in order."""
+def seeded_points(rng: random.Random, size: int, pods_kills: int, extra: tuple[str, ...],
+                  mode: str) -> list[KillPoint]:
+    """`pods_kills` points at N pods (N from 1..size-1, ascending) and the `extra` kinds of point (`unwritten`
+    first); one takeover `mode` for the whole run, as a deployment has a standby triggerer or has none."""
     counts = sorted(rng.sample(range(1, size), pods_kills))
-    points = [KillPoint("pods", n, rng.choice(("restart", "standby"))) for n in counts]
-    later = [KillPoint(what, 0, rng.choice(("restart", "standby"))) for what in extra]
+    points = [KillPoint("pods", n, mode) for n in counts]
+    later = [KillPoint(what, 0, mode) for what in extra]
     return ([p for p in later if p.what == "unwritten"] + points + [p for p in later if p.what != "unwritten"])
 
 
@@ -109,6 +111,7 @@ class CrashRunner:
     def run(self, job: CrashJob, namespace: str, points: list[KillPoint], timeout: float = 900.0) -> RunResult:
         """Run `job` once, killing the triggerer at `points` (those before the job finishes come first)."""
         started, deadline, dag_id, finished = time.monotonic(), time.monotonic() + timeout, job.dag_id, job.finished()
+        self._triggerers_for(points[0].mode if points else "restart")
         with JobWatch(self.core, namespace) as watched:
             run_id = self.stack.api("POST", f"/api/v2/dags/{dag_id}/dagRuns",
                                     {"logical_date": None, "conf": {"manifest": job.manifest, "namespace": namespace}}
@@ -123,8 +126,8 @@ class CrashRunner:
             state = self._wait_run(dag_id, run_id, started + timeout)
             xcom = self._xcom(dag_id, run_id) if state == "success" else None
             time.sleep(1)  # let the last watch events arrive
-        for kill in kills:
-            acted = watched.first_action_after(kill.at + ACTION_GRACE)
+        for kill in kills:  # the new trigger can act only once it holds the trigger
+            acted = watched.first_action_after(kill.at + max(ACTION_GRACE, kill.assigned_after or 0))
             kill.acted_after = None if acted is None else acted - kill.at
         return RunResult(state, xcom, count_pods(watched.pods.snapshot(), set(job.slots)), kills,
                          time.monotonic() - started, self.stack.log_tails(40))
@@ -137,8 +140,6 @@ class CrashRunner:
 
     def _kill_at(self, point: KillPoint, watched: JobWatch, dag_id: str, run_id: str, finished: Any,
                  deadline: float) -> Kill | None:
-        if point.mode == "standby" and len(self.triggerers()) < 2:
-            self.stack.start_triggerer()  # before the wait: starting one takes seconds, and the point would pass
         checked = time.monotonic()
         while not _reached(point, watched, finished):
             if time.monotonic() - checked > 1:  # a REST call per second, not per look at the watches
@@ -160,7 +161,16 @@ class CrashRunner:
             self.stack.start_triggerer()
         if waiter is not None:
             waiter.join(timeout=120)
+        if point.mode == "standby":
+            self.stack.start_triggerer()  # the next standby, once the takeover is done
         return kill
+
+    def _triggerers_for(self, mode: str) -> None:
+        """Two triggerers for a standby run, one for a restart run (the newest keeps running)."""
+        while mode == "standby" and len(self.triggerers()) < 2:
+            self.stack.start_triggerer()
+        for extra in self.triggerers()[:-1] if mode == "restart" else []:
+            self.stack.terminate(extra)
 
     def _await_owner(self, kill: Kill, dag_id: str, run_id: str, dead: int) -> None:
         """Takeover, as Airflow sees it: the trigger row names a live triggerer again."""

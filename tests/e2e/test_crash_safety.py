@@ -70,7 +70,9 @@ def assert_crash_safe(job: CrashJob, baseline: RunResult, first: str, crashed: R
         assert result.pods.missed == (), result.describe()
         assert (result.pods.created, result.pods.slots) == (job.size, job.size), result.describe()
     expected, got = xcom_signature(baseline, first), xcom_signature(crashed, second)
-    assert got == expected, json.dumps({"baseline": expected, "crashed": got}, indent=1)
+    differing = {key: {"baseline": expected.get(key), "crashed": got.get(key)}
+                 for key in expected.keys() | got.keys() if expected.get(key) != got.get(key)}
+    assert not differing, f"{json.dumps(differing, indent=1)}\n{crashed.describe()}"
     assert all(k.assigned_after is not None for k in crashed.kills if k.point.what in ("pods", "unwritten"))
 
 
@@ -78,7 +80,7 @@ def test_broadcast_job_survives_triggerer_kills(runner: CrashRunner, node_factor
                                                 namespaces: Callable[[], str]) -> None:
     selector = {"crash-pool": uuid.uuid4().hex[:8]}
     job = broadcast_job("crash", node_factory(50, labels=selector), selector)
-    points = seeded_points(random.Random(SEED), job.size, 2, ("unwritten", "ttl"))
+    points = seeded_points(random.Random(SEED), job.size, 2, ("unwritten", "ttl"), "standby")
     baseline, first, crashed, second = baseline_and_crashed(runner, job, points, namespaces)
 
     assert_crash_safe(job, baseline, first, crashed, second, points)
@@ -88,7 +90,7 @@ def test_broadcast_job_survives_triggerer_kills(runner: CrashRunner, node_factor
 
 def test_tf_job_survives_triggerer_kills(runner: CrashRunner, namespaces: Callable[[], str]) -> None:
     job = tf_job("crash", chief=1, ps=1, workers=4)
-    points = seeded_points(random.Random(SEED + 1), job.size, 1, ("unwritten", "finished"))
+    points = seeded_points(random.Random(SEED + 1), job.size, 1, ("unwritten", "finished"), "restart")
     baseline, first, crashed, second = baseline_and_crashed(runner, job, points, namespaces)
 
     assert_crash_safe(job, baseline, first, crashed, second, points)
