@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import signal
 import statistics
 import sys
 import time
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=3, help="crashed runs of each kind")
     parser.add_argument("--out", default=str(REPORT))
     opts = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the stack and remove the nodes on the way out
     from crash_jobs import broadcast_job, tf_job
     from crash_run import CrashRunner, RunResult, crash_stack, seeded_points, xcom_signature
 
@@ -125,7 +127,8 @@ def report(opts: Any, rows: list[tuple[str, int, str, Any, bool]]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for i, (kind, size, _, r, same) in enumerate(rows):
-        lines.append(f"| {kind} | {size} | {'baseline' if not r.kills else i} | {r.state} | {r.seconds:.0f} | "
+        run = sum(k == kind for k, *_ in rows[:i])  # 0 is the kind's baseline
+        lines.append(f"| {kind} | {size} | {run or 'baseline'} | {r.state} | {r.seconds:.0f} | "
                      f"{r.pods.created} | {r.pods.duplicate_slots + r.pods.duplicate_names} | {len(r.pods.missed)} | "
                      f"{'yes' if same else 'NO'} | {len(r.kills)} |")
     lines += ["\n## Kills\n", "| kind | point | mode | pods created | pods in status | phase | "
@@ -136,8 +139,9 @@ def report(opts: Any, rows: list[tuple[str, int, str, Any, bool]]) -> str:
             lines.append(f"| {kind} | {where} | {k.point.mode} | {k.pods} | {k.counted} | {k.phase or '-'} | "
                          f"{_opt(k.assigned_after)} | {_opt(k.acted_after)} |")
     lines.append("\nTakeover to first action counts only kills before the job finished (afterwards there is nothing "
-                 "left to do); an action in the first 0.5 s after a kill is not counted, as it may be the dead "
-                 "triggerer's request still in flight.\n")
+                 "left to do), and only actions after the trigger row named a live triggerer again (and at least 0.5 s "
+                 "after the kill), as earlier ones are the dead triggerer's requests still in flight. It includes the "
+                 "new trigger's start: its watches list and sync before the first pass.\n")
     return "\n".join(lines)
 
 

@@ -133,8 +133,11 @@ class CrashRunner:
                          time.monotonic() - started, self.stack.log_tails(40))
 
     def _release(self, job: CrashJob, watched: JobWatch, namespace: str, deadline: float) -> None:
-        """Once every slot has its pod, end the pod that keeps the job running (kwok: it succeeds)."""
-        while count_pods(watched.pods.snapshot(), set(job.slots)).slots < job.size and time.monotonic() < deadline:
+        """Once every slot has its pod and the status counts them all, end the pod that keeps the job running
+        (kwok: it succeeds). Released earlier, a job whose trigger is down at that moment goes from Created straight
+        to Succeeded, without the Running condition an uncrashed run records."""
+        while (count_pods(watched.pods.snapshot(), set(job.slots)).slots < job.size
+               or counted(watched.status()) < job.size) and time.monotonic() < deadline:
             time.sleep(0.1)
         self.core.patch_namespaced_pod(job.release, namespace, {"metadata": {"annotations": succeed_after(0)}})
 
