@@ -178,6 +178,14 @@ class AirflowStack:
         self.kill(component)
         return component
 
+    def terminate(self, component: Component, timeout: float = 20.0) -> None:
+        """Stop one component as an operator would (SIGTERM), SIGKILL if it lingers past `timeout`."""
+        _signal_group(component, signal.SIGTERM)
+        try:
+            component.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill(component)
+
     def kill(self, component: Component) -> None:
         """SIGKILL one component and what it started (when a test must choose which of two triggerers dies)."""
         _signal_group(component, signal.SIGKILL)
