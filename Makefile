@@ -14,9 +14,10 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 NODES ?= 20
 PYTEST_ARGS ?=
 SPEC_DIR ?= ../shared/specs
+RELIABILITY_ARGS ?=
 JUNIT ?= .reports/junit.xml
 
-.PHONY: help install etcd go-toolchain binaries cluster cluster-down lint test test-unit conformance demo clean
+.PHONY: help install etcd go-toolchain binaries cluster cluster-down lint test test-unit conformance reliability demo clean
 
 help:
 	@echo "make demo          install, build or reuse the binaries, start a 20-node local cluster, run the example DAG"
@@ -26,6 +27,7 @@ help:
 	@echo "make lint          ruff, mypy and the layering check"
 	@echo "make test-unit     only the tests that need no cluster"
 	@echo "make conformance   regenerate docs/conformance from the junit report of a full 'make test' run"
+	@echo "make reliability   regenerate docs/reliability.md: TTL, crash, API-fault and hostile-input figures"
 	@echo "make bench         benchmarks on the local cluster (1,000-node BroadcastJob, 205-replica TFJob, 100 jobs)"
 
 $(STAMP): pyproject.toml constraints.txt
@@ -77,6 +79,10 @@ test: install etcd binaries lint
 
 conformance: install
 	$(PY) -m devcluster.conformance generate --junit $(JUNIT) --spec-dir $(SPEC_DIR)
+
+# TTL, crash, fault and hostile-input figures, about 30 minutes; RELIABILITY_ARGS="--parts hostile" runs some.
+reliability: install etcd binaries
+	$(PY) -m benchmarks.reliability $(RELIABILITY_ARGS)
 
 demo: install etcd binaries
 	@$(PY) -m devcluster.demo --nodes $(NODES)

@@ -3,7 +3,7 @@
 Runs, on the local cluster and through the fault proxy: the jobs without faults, every case of
 the fault catalogue, whole-API outages (reset and 503), writes failing past the client's retries,
 a watch that keeps ending, and (on a private cluster) a kube-apiserver kill and restart. Writes
-the section docs/reliability_faults.md and the raw figures to benchmarks/results/faults.json.
+its section of docs/reliability.md and the raw figures to benchmarks/results/faults.json.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from tests.integration.faults.fault_harness import (
 )
 from tests.support.waits import wait_nodes_schedulable
 
-DOC = REPO_ROOT / "docs" / "reliability_faults.md"
+DOC = REPO_ROOT / "benchmarks" / "results" / "reliability" / "faults.md"
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "faults.json"
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from bcj_support import SIM, bcj_manifest
 from kubernetes import client, config
+from support.figures import record_figure
 from tf_support import replica, succeed, tf_manifest
 from ttl_janitor_support import (
     JANITOR_DAG,
@@ -77,7 +78,8 @@ def bcj(name: str, selector: dict[str, str], ttl: int) -> dict[str, Any]:
                         completionPolicy={"type": "Always", "ttlSecondsAfterFinished": ttl})
 
 
-def assert_cleaned_on_time(timeline: Timeline, ttl: int, janitor_back_at: float = 0.0) -> None:
+def assert_cleaned_on_time(timeline: Timeline, ttl: int, janitor_back_at: float = 0.0, kind: str = "BroadcastJob",
+                           case: str = "") -> None:
     """Gone within TTL + 5 s of completion, never before; a janitor that was away counts from its return."""
     result = timeline.result
     assert result is not None and result.state == "success", result.output[-4000:] if result else timeline
@@ -90,6 +92,11 @@ def assert_cleaned_on_time(timeline: Timeline, ttl: int, janitor_back_at: float 
     print(f"\nTTL {ttl}: task ended {timeline.expires - (timeline.task_ended_at or 0):+.1f} s before expiry; "
           f"record gone {timeline.record_gone_at - timeline.expires:.1f} s, children "
           f"{timeline.gone_at - timeline.expires:.1f} s after expiry")
+    record_figure("ttl", case=case or f"TTL {ttl}", kind=kind, ttl=ttl,
+                  task_ended_before_expiry=round(timeline.expires - (timeline.task_ended_at or 0), 2),
+                  record_gone_after_expiry=round(timeline.record_gone_at - timeline.expires, 2),
+                  children_gone_after_expiry=round(timeline.gone_at - timeline.expires, 2),
+                  janitor_back_after_expiry=round(janitor_back_at - timeline.expires, 2) if janitor_back_at else None)
     assert timeline.gone_at <= max(timeline.expires, janitor_back_at) + SLACK, (
         f"record and children gone {timeline.gone_at - timeline.expires:.1f} s after expiry")
 
@@ -139,7 +146,7 @@ def test_a_tfjob_record_its_pods_and_services_go_and_the_deletion_is_recorded(
     manifest = tf_manifest("ttl-tf", {"Chief": replica(1, annotations=succeed()), "Worker": replica(1)},
                            run_policy={"ttlSecondsAfterFinished": 10, "cleanPodPolicy": "None"})
     timeline = run_and_watch(airflow_env, "tf_run", watched, manifest, "TFJob", core_api)
-    assert_cleaned_on_time(timeline, 10)
+    assert_cleaned_on_time(timeline, 10, kind="TFJob")
     assert_janitor_did_it(stack, timeline, watched, "tfjob-ttl-tf")
     events = core_api.list_namespaced_event(watched, field_selector="involvedObject.name=tfjob-ttl-tf").items
     assert ("SuccessfulDeleteJob", "Deleted job: ttl-tf") in {(e.reason, e.message) for e in events}
@@ -164,7 +171,8 @@ def test_a_triggerer_killed_before_the_expiry_is_replaced_and_the_job_still_goes
           f"{restart['back'] - restart['killed']:.1f} s; record and children gone "
           f"{timeline.gone_at - (timeline.expires or 0):.1f} s after expiry")
     assert timeline.expires is not None and restart["killed"] < timeline.expires, "killed before the expiry"
-    assert_cleaned_on_time(timeline, 30, janitor_back_at=restart["back"])
+    case = f"TTL 30, triggerer SIGKILLed {timeline.expires - restart['killed']:.0f} s before expiry"
+    assert_cleaned_on_time(timeline, 30, janitor_back_at=restart["back"], case=case)
     assert_janitor_did_it(stack, timeline, watched, "bcj-survivor")
 
 
