@@ -101,14 +101,16 @@ def assert_cleaned_on_time(timeline: Timeline, ttl: int, janitor_back_at: float 
         f"record and children gone {timeline.gone_at - timeline.expires:.1f} s after expiry")
 
 
-def assert_janitor_did_it(stack: AirflowStack, timeline: Timeline, namespace: str, record: str) -> None:
+def assert_janitor_did_it(stack: AirflowStack, timeline: Timeline, namespace: str, record: str,
+                          janitor_back_at: float = 0.0) -> None:
     """The janitor deleted it after the task ended, and the UI shows the cleanup: an asset event and a DAG run."""
     assert timeline.result_read and timeline.task_ended_at is not None
     assert timeline.task_ended_at <= timeline.gone_at, "no task of the job ran when it was cleaned up"
     payloads = within(stack, lambda: [p for p in janitor_cleanups(stack) if p["uid"] == timeline.uid], 30,
                       "the cleanup's asset event")
     assert [(p["namespace"], p["record"], p["result_read"]) for p in payloads] == [(namespace, record, True)]
-    assert timeline.expires is not None and 0 <= payloads[0]["deleted_at"] - timeline.expires <= SLACK
+    assert timeline.expires is not None and timeline.expires <= payloads[0]["deleted_at"]
+    assert payloads[0]["deleted_at"] <= max(timeline.expires, janitor_back_at) + SLACK
     within(stack, lambda: f"{namespace}/{record}" in reported_cleanups(stack), 90, "the janitor DAG's run")
 
 
@@ -173,7 +175,7 @@ def test_a_triggerer_killed_before_the_expiry_is_replaced_and_the_job_still_goes
     assert timeline.expires is not None and restart["killed"] < timeline.expires, "killed before the expiry"
     case = f"TTL 30, triggerer SIGKILLed {timeline.expires - restart['killed']:.0f} s before expiry"
     assert_cleaned_on_time(timeline, 30, janitor_back_at=restart["back"], case=case)
-    assert_janitor_did_it(stack, timeline, watched, "bcj-survivor")
+    assert_janitor_did_it(stack, timeline, watched, "bcj-survivor", janitor_back_at=restart["back"])
 
 
 def test_a_ttl_job_where_no_janitor_runs_warns_at_submission(airflow_env: AirflowEnv, namespace: str,
