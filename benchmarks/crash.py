@@ -70,8 +70,9 @@ def main(argv: list[str] | None = None) -> None:
             stack.wait_for_dag("crash_bcj")
             stack.wait_for_dag("crash_tf")
             runner = CrashRunner(stack, core)
-            jobs = [(broadcast_job("crash", nodes, {"crash-pool": pool}), 3, ("unwritten", "finished")),
-                    (tf_job("crash", 1, opts.ps, opts.workers), 1, ("unwritten", "finished"))]
+            selector = {"crash-pool": pool}
+            jobs = [(broadcast_job("crash", nodes, selector), 3, ("unwritten", "finished")),
+                    (tf_job("crash", 1, opts.ps, opts.workers, selector=selector), 1, ("unwritten", "finished"))]
             for job, pod_kills, extra in jobs:
                 baseline: Any = None
                 for run in range(opts.runs + 1):

@@ -50,15 +50,18 @@ def broadcast_job(name: str, nodes: list[str], selector: dict[str, str], run_sec
     return CrashJob("BroadcastJob", "crash_bcj", manifest, frozenset(nodes))
 
 
-def tf_job(name: str, chief: int, ps: int, workers: int, run_seconds: int = 3) -> CrashJob:
+def tf_job(name: str, chief: int, ps: int, workers: int, run_seconds: int = 3,
+           selector: Mapping[str, str] | None = None) -> CrashJob:
     """PS and workers succeed; the chief runs until the runner ends it once every replica has its pod, and its
     success ends the job. Had it a fixed run time, a slow takeover could outlast it, and the job would end
-    (rightly, as upstream) before the last replicas were created."""
+    (rightly, as upstream) before the last replicas were created. `selector` keeps the pods on the run's own
+    nodes, out of reach of nodes that other work on the same cluster adds and deletes."""
     counts = {"Chief": chief, "PS": ps, "Worker": workers}
+    placement = {"nodeSelector": dict(selector)} if selector else {}
     replicas = {kind: {"replicas": n, "restartPolicy": "Never", "template": {
         "metadata": {"annotations": {} if kind == "Chief" else succeed_after(run_seconds)},
-        "spec": {"containers": [{"name": "tensorflow", "image": "kubeflow/tf-dist-mnist-test:latest",
-                                 "command": ["python", "train.py"]}]}}}
+        "spec": {**placement, "containers": [{"name": "tensorflow", "image": "kubeflow/tf-dist-mnist-test:latest",
+                                              "command": ["python", "train.py"]}]}}}
                 for kind, n in counts.items() if n}
     manifest = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": name},
                 "spec": {"runPolicy": {"ttlSecondsAfterFinished": 0}, "tfReplicaSpecs": replicas}}
