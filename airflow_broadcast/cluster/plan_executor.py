@@ -26,6 +26,8 @@ from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan
 
 log = logging.getLogger(__name__)
 DELETE_CONCURRENCY = 32
+# Creates in flight at once; slow-start batches grow past it, so a large batch streams through this window.
+CREATE_CONCURRENCY = 64
 
 
 @dataclass(frozen=True)
@@ -177,13 +179,23 @@ class PlanExecutor:
 
     async def _create_pods(self, manifests: Sequence[Mapping[str, Any]], limit: int | None,
                            result: ApplyResult, events: list[JobEvent]) -> None:
-        """Slow start (R6/R7): batches of 1, 2, 4, ...; a batch with an error stops the pass."""
+        """Slow start (R6/R7): batches of 1, 2, 4, ...; a batch with an error stops the pass.
+
+        The doubling is not capped (as upstream's), so after a few round trips one batch holds the
+        rest; at most CREATE_CONCURRENCY creates are in flight, which keeps the pipe full without
+        opening thousands of requests at once.
+        """
         todo = list(manifests[:limit] if limit is not None else manifests)
+        gate = asyncio.Semaphore(CREATE_CONCURRENCY)
+
+        async def one(manifest: Mapping[str, Any]) -> tuple[bool, str, bool]:
+            async with gate:
+                return await self._create_one("Pod", manifest)
+
         batch = 1
         while todo:
             current, todo = todo[:batch], todo[batch:]
-            outcomes = await asyncio.gather(*(self._create_one("Pod", m) for m in current),
-                                            return_exceptions=True)
+            outcomes = await asyncio.gather(*(one(m) for m in current), return_exceptions=True)
             failed = False
             for manifest, outcome in zip(current, outcomes, strict=True):
                 name = manifest["metadata"]["name"]

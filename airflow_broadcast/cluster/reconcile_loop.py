@@ -28,6 +28,7 @@ from airflow_broadcast.cluster.job_records import (
 )
 from airflow_broadcast.cluster.job_warnings import JobWarning, JobWarnings, events_informer
 from airflow_broadcast.cluster.kube_client import Backoff, JsonDict, KubeClient
+from airflow_broadcast.cluster.pass_pacing import coalesce_gap
 from airflow_broadcast.cluster.plan_executor import ChildEventStyle, PlanExecutor
 from airflow_broadcast.reconcilers.kind import JobKind
 from airflow_broadcast.reconcilers.observed import JobRecord
@@ -37,7 +38,6 @@ from airflow_broadcast.specs.manifest_limits import check_stored_manifest
 
 log = logging.getLogger(__name__)
 RESYNC_SECONDS = 30.0
-MIN_PASS_INTERVAL = 0.25
 THREAD_THRESHOLD = 200
 ObservedT = TypeVar("ObservedT")
 
@@ -184,6 +184,7 @@ async def run_reconcile_loop(
             if applied.record is not None:
                 records.upsert(applied.record, notify=False)
                 raw, record = applied.record, record_view(applied.record)
+            took = time.monotonic() - started
             if progress is not None:
                 progress(record)
             if plan.finished:  # its TTL expiry is stamped; the task that reads the result or the sweeper deletes
@@ -203,9 +204,7 @@ async def run_reconcile_loop(
             if applied.create_errors:
                 timeout = earliest(timeout, 2.0)  # R7: failed batches retry soon
             await _wait(wake, timeout)
-            spent = time.monotonic() - started
-            if spent < MIN_PASS_INTERVAL:
-                await asyncio.sleep(MIN_PASS_INTERVAL - spent)  # coalesce bursts of watch events
+            await asyncio.sleep(coalesce_gap(time.monotonic() - started, took))
     finally:
         if feed is not None:
             feed.cancel()
