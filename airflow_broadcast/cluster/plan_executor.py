@@ -22,6 +22,7 @@ from airflow_broadcast.cluster.informers import Informer
 from airflow_broadcast.cluster.job_events import EventRecorder
 from airflow_broadcast.cluster.job_records import write_record
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
+from airflow_broadcast.cluster.record_parts import write_parts
 from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ class PlanExecutor:
     style: ChildEventStyle = field(default_factory=ChildEventStyle)
     kind: str = ""
     pod_groups: Informer[Any] | None = None
+    records: Informer[Any] | None = None
 
     async def apply(self, plan: Plan, record: Mapping[str, Any], events: EventRecorder) -> ApplyResult:
         result = ApplyResult()
@@ -87,7 +89,9 @@ class PlanExecutor:
         if plan.create_pods:
             await self._create_pods(plan.create_pods, plan.create_limit, result, child_events)
         status = plan.status_after(result.created, result.attempted)
-        if status is not None or plan.record_annotations:
+        if plan.record_parts and not await write_parts(self.client, record, plan.record_parts, self.records):
+            result.conflict = True  # another writer's part: the pass is recomputed from it
+        elif status is not None or plan.record_annotations:
             try:
                 result.record = await write_record(self.client, record, status, plan.record_annotations)
             except Conflict:

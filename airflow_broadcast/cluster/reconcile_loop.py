@@ -19,7 +19,6 @@ from airflow_broadcast.cluster.api_errors import ClusterApiError, Forbidden, Not
 from airflow_broadcast.cluster.informers import Informer, shared_informer
 from airflow_broadcast.cluster.job_events import EventRecorder, flush_events
 from airflow_broadcast.cluster.job_records import (
-    JOB_LABEL,
     MANAGED_BY,
     MANAGED_BY_LABEL,
     get_record,
@@ -30,6 +29,7 @@ from airflow_broadcast.cluster.job_warnings import JobWarning, JobWarnings, even
 from airflow_broadcast.cluster.kube_client import Backoff, JsonDict, KubeClient
 from airflow_broadcast.cluster.pass_pacing import coalesce_gap
 from airflow_broadcast.cluster.plan_executor import ChildEventStyle, PlanExecutor
+from airflow_broadcast.cluster.record_parts import record_index
 from airflow_broadcast.reconcilers.kind import JobKind
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.reconcilers.plan import Plan, earliest
@@ -51,6 +51,7 @@ class WatchSet:
     nodes: Informer[Any] | None = None
     pod_groups: Informer[Any] | None = None
     priorities: Informer[Any] | None = None
+    records: Informer[Any] | None = None  # set by the loop: the namespace's records and their parts
 
 
 class JobDriver(Protocol[ObservedT]):
@@ -97,7 +98,7 @@ class LoopOutcome:
 
 def record_informer(client: KubeClient, namespace: str) -> Informer[JsonDict]:
     return shared_informer(client, records_path(namespace), lambda obj: obj,
-                           label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY}", index_label=JOB_LABEL)
+                           label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY}", index_by=record_index)
 
 
 async def run_reconcile_loop(
@@ -115,6 +116,7 @@ async def run_reconcile_loop(
     """
     records = record_informer(client, namespace)
     watched = driver.watch(client, namespace)
+    watched.records = records
     for informer in (records, watched.children, watched.services, watched.nodes):
         if informer is not None:
             await informer.wait_synced()
@@ -134,7 +136,8 @@ async def run_reconcile_loop(
         informer.subscribe(key, wake)
     failures = Backoff(1.0, 30.0)
     executor = PlanExecutor(client, namespace, uid, pods=watched.children, services=watched.services,
-                            style=driver.style, kind=driver.kind.name, pod_groups=watched.pod_groups)
+                            style=driver.style, kind=driver.kind.name, pod_groups=watched.pod_groups,
+                            records=records)
     trouble: JobWarnings | None = None
     feed: asyncio.Task[None] | None = None
     try:
