@@ -53,6 +53,7 @@ class BroadcastJobStatus(TypedDict, total=False):
     failureReason: str
     nodes: dict[str, NodeResult]
     ineligibleNodes: dict[str, str]
+    ineligibleNodesTotal: int
     nodeParts: int
     nodesTotal: int
     nodesDone: int

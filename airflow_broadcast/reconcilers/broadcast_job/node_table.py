@@ -117,6 +117,15 @@ def sharded_status(table: Mapping[str, Any], parts: int) -> dict[str, Any]:
     }
 
 
+def capped_ineligible(ineligible: Mapping[str, str]) -> dict[str, Any]:
+    """`ineligibleNodes` names every node of the cluster the job does not run on: capped at VIEW_NODES nodes
+    (in name order), with `ineligibleNodesTotal` once it is cut."""
+    if len(ineligible) <= VIEW_NODES:
+        return {"ineligibleNodes": dict(ineligible)}
+    shown = sorted(ineligible)[:VIEW_NODES]
+    return {"ineligibleNodes": {n: ineligible[n] for n in shown}, "ineligibleNodesTotal": len(ineligible)}
+
+
 def part_document(entries: Mapping[str, Any]) -> dict[str, Any]:
     return {"nodes": dict(entries)}
 

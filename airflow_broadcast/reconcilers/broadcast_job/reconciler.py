@@ -153,7 +153,8 @@ class _Pass:
         self.desired = placement.desired
         self.table, events = node_results(placement.desired, self.stored,
                                           warn_unschedulable=not self.options.kruise_compat)
-        self.status["ineligibleNodes"] = dict(placement.ineligible)
+        self.status.pop("ineligibleNodesTotal", None)
+        self.status.update(nt.capped_ineligible(placement.ineligible))
         self.events.extend(events)
         return self._decide(buckets, placement)
 

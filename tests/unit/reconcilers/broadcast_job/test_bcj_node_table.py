@@ -62,3 +62,10 @@ def test_the_stored_table_is_the_union_of_the_parts_named_after_the_record() -> 
              nt.part_name("bcj-x", 1): {"nodes": {"b": entry("Failed")}},
              "bcj-xy-nodes-0": {"nodes": {"c": entry("Failed")}}}
     assert sorted(nt.merged("bcj-x", parts)) == ["a", "b"]
+
+
+def test_the_ineligible_nodes_of_a_large_cluster_are_capped_with_their_total() -> None:
+    ineligible = {f"n{i:04d}": "node(s) didn't match Pod's node affinity/selector" for i in range(1000)}
+    fields = nt.capped_ineligible(ineligible)
+    assert len(fields["ineligibleNodes"]) == nt.VIEW_NODES and fields["ineligibleNodesTotal"] == 1000
+    assert nt.capped_ineligible({"a": "x"}) == {"ineligibleNodes": {"a": "x"}}
