@@ -30,7 +30,7 @@ from airflow_broadcast.reconcilers.broadcast_job.node_table import parts_for
 pytestmark = [pytest.mark.cluster, pytest.mark.fleet]
 FLEET_NODES = int(os.environ.get("FLEET_NODES", "2000"))
 CONCURRENCY = 64
-RECORD_MAX_BYTES = 64 * 1024
+RECORD_MAX_BYTES = 160 * 1024  # the capped views: 100 nodes, 500 failed names, 1,000 ineligible nodes
 CONFIGMAP_MAX_BYTES = 1024 * 1024
 
 

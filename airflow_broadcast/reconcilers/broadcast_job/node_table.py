@@ -23,6 +23,7 @@ from typing import Any
 INLINE_NODES = 256
 PART_NODES = 500
 VIEW_NODES = 100  # nodes of a large table shown in the record (and the XCom): failed ones first
+INELIGIBLE_NODES = 1000  # nodes named in `ineligibleNodes` (about 90 KB at most)
 FAILED_NAMES = 500  # failed node names kept in the record; `failedNodesTotal` counts them all
 FLUSH_FRACTION = 4  # a part is rewritten once 1/FLUSH_FRACTION of its nodes changed
 TERMINAL = ("Succeeded", "Failed")
@@ -117,13 +118,14 @@ def sharded_status(table: Mapping[str, Any], parts: int) -> dict[str, Any]:
     }
 
 
-def capped_ineligible(ineligible: Mapping[str, str]) -> dict[str, Any]:
-    """`ineligibleNodes` names every node of the cluster the job does not run on: capped at VIEW_NODES nodes
-    (in name order), with `ineligibleNodesTotal` once it is cut."""
-    if len(ineligible) <= VIEW_NODES:
+def capped_ineligible(ineligible: Mapping[str, str], affinity_reason: str) -> dict[str, Any]:
+    """`ineligibleNodes` names every node of the cluster the job does not run on: capped at INELIGIBLE_NODES,
+    with `ineligibleNodesTotal` once it is cut. Nodes that match the job's selector but still get no pod
+    (taints, resources, cordon) are kept first; then those the selector leaves out, each in name order."""
+    if len(ineligible) <= INELIGIBLE_NODES:
         return {"ineligibleNodes": dict(ineligible)}
-    shown = sorted(ineligible)[:VIEW_NODES]
-    return {"ineligibleNodes": {n: ineligible[n] for n in shown}, "ineligibleNodesTotal": len(ineligible)}
+    shown = sorted(ineligible, key=lambda n: (ineligible[n] == affinity_reason, n))[:INELIGIBLE_NODES]
+    return {"ineligibleNodes": {n: ineligible[n] for n in sorted(shown)}, "ineligibleNodesTotal": len(ineligible)}
 
 
 def part_document(entries: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_broadcast.reconcilers.broadcast_job import node_table as nt
+from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import REASON_AFFINITY
 from airflow_broadcast.reconcilers.broadcast_job.placement import Placement, node_results, place
 from airflow_broadcast.reconcilers.broadcast_job.pods import (
     PodBuckets,
@@ -154,7 +155,7 @@ class _Pass:
         self.table, events = node_results(placement.desired, self.stored,
                                           warn_unschedulable=not self.options.kruise_compat)
         self.status.pop("ineligibleNodesTotal", None)
-        self.status.update(nt.capped_ineligible(placement.ineligible))
+        self.status.update(nt.capped_ineligible(placement.ineligible, REASON_AFFINITY))
         self.events.extend(events)
         return self._decide(buckets, placement)
 

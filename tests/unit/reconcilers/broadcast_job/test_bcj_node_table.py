@@ -64,8 +64,11 @@ def test_the_stored_table_is_the_union_of_the_parts_named_after_the_record() -> 
     assert sorted(nt.merged("bcj-x", parts)) == ["a", "b"]
 
 
-def test_the_ineligible_nodes_of_a_large_cluster_are_capped_with_their_total() -> None:
-    ineligible = {f"n{i:04d}": "node(s) didn't match Pod's node affinity/selector" for i in range(1000)}
-    fields = nt.capped_ineligible(ineligible)
-    assert len(fields["ineligibleNodes"]) == nt.VIEW_NODES and fields["ineligibleNodesTotal"] == 1000
-    assert nt.capped_ineligible({"a": "x"}) == {"ineligibleNodes": {"a": "x"}}
+def test_the_ineligible_nodes_of_a_large_cluster_are_capped_with_their_total_surprising_ones_first() -> None:
+    ineligible = {f"n{i:05d}": "affinity" for i in range(nt.INELIGIBLE_NODES + 10)}
+    ineligible["z-tainted"] = "node(s) had taint {k: v}, that the pod didn't tolerate"
+    fields = nt.capped_ineligible(ineligible, "affinity")
+    assert len(fields["ineligibleNodes"]) == nt.INELIGIBLE_NODES
+    assert fields["ineligibleNodesTotal"] == nt.INELIGIBLE_NODES + 11
+    assert "z-tainted" in fields["ineligibleNodes"]
+    assert nt.capped_ineligible({"a": "x"}, "affinity") == {"ineligibleNodes": {"a": "x"}}
