@@ -72,6 +72,10 @@ else
 CONFORMANCE_CHECK = @echo "conformance check skipped: PYTEST_ARGS runs a subset (the full run, as in CI, checks it)"
 endif
 
+# The fleet-scale test at full size (slow: 15,000 Node objects and pods on the local API server).
+test-fleet: install etcd binaries
+	FLEET_NODES=$${FLEET_NODES:-15000} $(VENV)/bin/pytest -m fleet -s tests/integration $(PYTEST_ARGS)
+
 test: install etcd binaries lint
 	@mkdir -p $(dir $(JUNIT))
 	$(VENV)/bin/pytest --junitxml=$(JUNIT) $(PYTEST_ARGS)
