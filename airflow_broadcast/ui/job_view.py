@@ -19,6 +19,7 @@ from airflow_broadcast.specs.timestamps import from_rfc3339
 STOPPED_BY = "airflow-broadcast.io/stopped-by"
 PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
+MAX_INELIGIBLE = 200  # a 15,000-node cluster may leave thousands out; the page lists the first ones
 NODE_COLUMNS = ("node", "pod", "phase", "exitCode", "reason", "message", "restarts")
 REPLICA_COLUMNS = ("type", "index", "pod", "phase", "exitCode", "restarts")
 
@@ -190,8 +191,9 @@ def job_detail(raw: Mapping[str, Any], pods: Iterable[PodInfo], now: float) -> d
     columns: tuple[str, ...]
     if summary["kind"] == "BroadcastJob":
         rows, columns = node_rows(status, pods), NODE_COLUMNS
-        extra: dict[str, Any] = {"ineligibleNodes": [{"node": n, "reason": r} for n, r in
-                                                     sorted((status.get("ineligibleNodes") or {}).items())]}
+        ineligible = sorted((status.get("ineligibleNodes") or {}).items())
+        extra: dict[str, Any] = {"ineligibleTotal": len(ineligible), "ineligibleNodes": [
+            {"node": n, "reason": r} for n, r in ineligible[:MAX_INELIGIBLE]]}
     else:
         rows, columns = replica_rows(pods), REPLICA_COLUMNS
         extra = {"failure": status.get("failure")}

@@ -2,7 +2,7 @@
 "use strict";
 
 const POLL_MS = 1000;
-const state = { timer: null, sort: "", desc: false, page: 0, size: 100, filters: {}, log: null };
+const state = { openIneligible: false, timer: null, sort: "", desc: false, page: 0, size: 100, filters: {}, log: null };
 const view = document.getElementById("view");
 
 function esc(value) {
@@ -102,8 +102,11 @@ function table(job) {
 function extras(job) {
   if (job.kind === "BroadcastJob") {
     const rows = job.ineligibleNodes.map((n) => `<tr><td>${esc(n.node)}</td><td>${esc(n.reason)}</td></tr>`).join("");
-    return `<h3>Ineligible nodes (${job.ineligibleNodes.length})</h3>` + (rows ?
-      `<table id="ineligible"><tr><th>node</th><th>reason</th></tr>${rows}</table>` : '<p class="muted">None.</p>');
+    const more = job.ineligibleTotal > job.ineligibleNodes.length ? `<p class="muted">The first ` +
+      `${job.ineligibleNodes.length} of ${job.ineligibleTotal}.</p>` : "";
+    return `<details id="ineligible-nodes"${state.openIneligible ? " open" : ""}><summary>Ineligible nodes ` +
+      `(${job.ineligibleTotal})</summary>` + (rows ? `<table id="ineligible"><tr><th>node</th><th>reason</th></tr>` +
+      `${rows}</table>${more}` : '<p class="muted">None.</p>') + "</details>";
   }
   const f = job.failure;
   return `<h3>Failure cause</h3><p id="failure">${f ? `${esc(f.replicaType)} ${esc(f.index)} (pod ${esc(f.pod)}, ` +
@@ -117,8 +120,8 @@ function timeline(job) {
     <td>${esc(w.message)}</td><td>${esc(w.count)}</td></tr>`).join("");
   return `<h3>Recent warnings</h3>${warnings ? `<table id="warnings"><tr><th>object</th><th>reason</th>
     <th>message</th><th>count</th></tr>${warnings}</table>` : '<p class="muted">None.</p>'}
-    <h3>Conditions</h3><table id="conditions"><tr><th>since</th><th>type</th><th>status</th><th>reason</th>
-    <th>message</th></tr>${conditions}</table>`;
+    <h3>Conditions</h3>${conditions ? `<table id="conditions"><tr><th>since</th><th>type</th><th>status</th>
+    <th>reason</th><th>message</th></tr>${conditions}</table>` : '<p class="muted">None yet.</p>'}`;
 }
 
 async function renderJob(conn, namespace, record) {
@@ -145,6 +148,8 @@ async function renderJob(conn, namespace, record) {
     state.log = await api(`${base}/logs/${encodeURIComponent(b.dataset.pod)}`);
     refresh();
   }));
+  const details = view.querySelector("#ineligible-nodes");
+  if (details) details.addEventListener("toggle", () => { state.openIneligible = details.open; });
   const button = view.querySelector("#stop");
   if (button) button.addEventListener("click", async () => {
     if (!window.confirm(`Stop ${job.kind} ${job.namespace}/${job.name}? Its active pods are deleted.`)) return;

@@ -80,6 +80,7 @@ def test_node_rows_take_the_live_pod_over_the_recorded_result() -> None:
     assert rows["n3"]["phase"] == "Running"
     assert rows["n1"]["phase"] == "Succeeded", "a recorded final result is not undone by a stale cache"
     assert detail["ineligibleNodes"] == [{"node": "n9", "reason": "node is unschedulable"}]
+    assert detail["ineligibleTotal"] == 1
     assert detail["failedPods"] == ["p2"]
     assert detail["columns"] == list(NODE_COLUMNS)
 
@@ -115,3 +116,10 @@ def test_a_thousand_nodes_are_paged_and_sorted() -> None:
     failed_first = page_of(rows, sort="phase", descending=False, page=0, size=100, columns=NODE_COLUMNS)
     assert {r["phase"] for r in failed_first["rows"]} == {"Failed"}
     assert page_of(rows, sort="bogus", descending=False, page=0, size=5000, columns=NODE_COLUMNS)["size"] == 1000
+
+
+def test_the_ineligible_nodes_listed_are_capped_but_counted() -> None:
+    status = {"ineligibleNodes": {f"n{i:05d}": "tainted" for i in range(15_000)}}
+    detail = job_detail(record("BroadcastJob", "bcj", status), [], NOW)
+    assert detail["ineligibleTotal"] == 15_000
+    assert len(detail["ineligibleNodes"]) == 200 and detail["ineligibleNodes"][0]["node"] == "n00000"

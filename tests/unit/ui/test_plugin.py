@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import parse_qs, urlsplit
 
@@ -15,6 +20,7 @@ from airflow_broadcast.sensors.tf_job import TFJobSensor
 from airflow_broadcast.ui.links import JobStatusLink
 from airflow_broadcast.ui.plugin import BroadcastJobsPlugin
 
+REPO = Path(__file__).resolve().parents[3]
 TI = SimpleNamespace(dag_id="etl", run_id="manual__2026-01-01T00:00:00+00:00", task_id="load", map_index=2)
 
 
@@ -57,3 +63,15 @@ def test_the_link_keeps_the_path_of_the_api_base_url(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("AIRFLOW__API__BASE_URL", "https://airflow.example.com/team-a/")
     task = BroadcastJobSensor(task_id="wait", job_name="nightly")
     assert task.operator_extra_links[0].get_link(task, ti_key=TI).startswith("/team-a/broadcast-jobs/?")
+
+
+def test_airflow_loads_the_plugin_from_the_provider_when_providers_are_discovered_eagerly(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    env.update({"AIRFLOW_HOME": str(tmp_path), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+                "AIRFLOW__CORE__LAZY_DISCOVER_PROVIDERS": "False",
+                "PYTHONPATH": os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])})
+    code = ("import json; from airflow import plugins_manager as pm; "
+            "print(json.dumps([a['url_prefix'] for a in pm.get_fastapi_plugins()[0]]))")
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == ["/broadcast-jobs"]
