@@ -32,7 +32,8 @@ async function api(path, options) {
 
 function airflowLink(job) {
   if (!job.dagId) return '<span class="muted">—</span>';
-  const run = `/dags/${encodeURIComponent(job.dagId)}/runs/${encodeURIComponent(job.runId)}`;
+  // Relative to the page (<base>/broadcast-jobs/), so that an api-server under a path prefix works too.
+  const run = `../dags/${encodeURIComponent(job.dagId)}/runs/${encodeURIComponent(job.runId)}`;
   const task = `${run}/tasks/${encodeURIComponent(job.taskId)}` + (job.mapIndex >= 0 ? `/mapped/${job.mapIndex}` : "");
   return `<a target="_top" class="dag-run" href="${run}">${esc(job.dagId)} / ${esc(job.runId)}</a><br>` +
     `<a target="_top" class="task" href="${task}">${esc(job.taskId)}</a>`;
@@ -191,7 +192,7 @@ async function refresh() {
   } catch (error) {
     document.getElementById("live").classList.add("stale");
     view.innerHTML = `<p class="error" id="error" data-status="${esc(error.status)}">${esc(error.status || "")} ` +
-      `${esc(error.message)}</p>` + (error.status === 401 ? '<p><a target="_top" href="/">Log in to Airflow</a></p>' : "");
+      `${esc(error.message)}</p>` + (error.status === 401 ? '<p><a target="_top" href="../">Log in to Airflow</a></p>' : "");
     if (error.status === 401 || error.status === 403 || error.status === 404) return;
   }
   state.timer = setTimeout(refresh, POLL_MS);
