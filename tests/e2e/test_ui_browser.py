@@ -66,6 +66,8 @@ def test_the_list_shows_every_job_with_its_task_in_the_airflow_navigation(run: U
         expect(row).to_be_visible(timeout=60_000)
         expect(row.locator("a.task")).to_have_text(task)
         expect(row.locator("a.dag-run")).to_contain_text(f"{DAG_ID} / {run.run_id}")
+        href = row.locator("a.task").evaluate("a => a.href")
+        assert href == f"{run.stack.base_url}/dags/{DAG_ID}/runs/{quote(run.run_id, safe='')}/tasks/{task}"
     page.screenshot(path=str(SHOTS / "ui-list.png"))
     page.select_option('select[data-filter="kind"]', "TFJob")
     expect(page.locator("#jobs tbody tr")).to_have_count(1)

@@ -32,6 +32,7 @@ def ui_settings(home: Path) -> StackSettings:
     return StackSettings(parallelism=4, extra_env={
         "PYTHONPATH": os.pathsep.join(p for p in paths if p),
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+        "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",  # a busy CI machine answers a worker slowly
         "AIRFLOW__CORE__LAZY_DISCOVER_PROVIDERS": "False",
         "AIRFLOW__CORE__AUTH_MANAGER": "ui_auth.OneDagDeniedAuthManager",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
@@ -93,5 +94,5 @@ def page_as(browser: Browser, api: Api) -> Page:
     """A fresh browser context logged in as `api.user`: the UI's `_token` cookie holds the JWT."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     context.add_cookies([{"name": "_token", "value": api.token, "url": api.base_url}])
-    context.set_default_timeout(30_000)
+    context.set_default_timeout(60_000)  # a loaded CI machine answers slowly
     return context.new_page()

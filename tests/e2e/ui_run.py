@@ -11,7 +11,7 @@ from typing import Any
 
 from bcj_support import bcj_manifest
 from kubernetes import client
-from support.waits import wait_nodes_schedulable
+from support.waits import wait_nodes_schedulable, wait_until
 from tf_support import replica, succeed, tf_manifest
 from ui_browser import Api, ui_settings
 
@@ -69,6 +69,9 @@ def ui_run(home: Path, dags: Path, kubeconfig: str, core: client.CoreV1Api) -> I
             names = {task: f"ui-{task}-{tag}" for task in ("bcj", "stoppable", "tf")}
             run_id = api["admin"].call("POST", f"/api/v2/dags/{DAG_ID}/dagRuns", {
                 "logical_date": None, "conf": _conf(namespace, names, selectors)})["dag_run_id"]
+            wait_until(lambda: len(core.list_namespaced_config_map(
+                namespace, label_selector="app.kubernetes.io/managed-by=airflow-broadcast").items) == 3, 300, 1.0,
+                what="the three tasks to submit their jobs")
             yield UiRun(stack, namespace, run_id, names, nodes, api)
     finally:
         delete_nodes(kubeconfig, [n for names in nodes.values() for n in names])
