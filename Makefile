@@ -17,11 +17,13 @@ SPEC_DIR ?= ../shared/specs
 RELIABILITY_ARGS ?=
 JUNIT ?= .reports/junit.xml
 
-.PHONY: help install etcd go-toolchain binaries cluster cluster-down lint test test-unit conformance reliability demo clean
+.PHONY: help install etcd go-toolchain binaries cluster cluster-down lint test test-unit test-fleet conformance \
+	reliability demo demo-ui browser clean
 
 help:
 	@echo "make demo          install, build or reuse the binaries, start a 20-node local cluster, run the example DAG"
 	@echo "make test          install everything the tests need, lint, then run the whole suite"
+	@echo "make demo-ui       Airflow with the example DAGs and the Broadcast jobs page; prints the URL and the logins"
 	@echo "make cluster       start the local cluster in the background (prints the KUBECONFIG export)"
 	@echo "make cluster-down  stop it"
 	@echo "make lint          ruff, mypy and the layering check"
@@ -38,6 +40,12 @@ $(STAMP): pyproject.toml constraints.txt
 	@touch $(STAMP)
 
 install: $(STAMP)
+
+# Debian's chromium for the UI's browser test (Playwright drives it; no browser download).
+browser:
+	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+	@command -v chromium >/dev/null
 
 etcd:
 	@command -v etcd >/dev/null || { $(SUDO) apt-get update -qq && \
@@ -76,7 +84,7 @@ endif
 test-fleet: install etcd binaries
 	FLEET_NODES=$${FLEET_NODES:-15000} $(VENV)/bin/pytest -m fleet -s tests/integration $(PYTEST_ARGS)
 
-test: install etcd binaries lint
+test: install etcd binaries browser lint
 	@mkdir -p $(dir $(JUNIT))
 	$(VENV)/bin/pytest --junitxml=$(JUNIT) $(PYTEST_ARGS)
 	$(CONFORMANCE_CHECK)
@@ -90,6 +98,9 @@ reliability: install etcd binaries
 
 demo: install etcd binaries
 	@$(PY) -m devcluster.demo --nodes $(NODES)
+
+demo-ui: install etcd binaries
+	@$(PY) -m devcluster.demo_ui --nodes $(NODES)
 
 clean: cluster-down
 	rm -rf $(VENV) .devcluster .airflow-test .mypy_cache .ruff_cache .pytest_cache
