@@ -13,13 +13,15 @@ import platform
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config
 
 from devcluster.control_plane import REPO_ROOT, ControlPlane
-from devcluster.fake_nodes import FakeNode, create_nodes
+from devcluster.fake_nodes import FakeNode, create_nodes, delete_nodes
 
 RESULTS = REPO_ROOT / "benchmarks" / "results"
 BENCH_PLANE_DIR = REPO_ROOT / ".bench-cluster"
@@ -47,6 +49,16 @@ def new_namespace(core: client.CoreV1Api, prefix: str) -> str:
     name = f"{prefix}-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": name}})
     return name
+
+
+@contextmanager
+def node_pool(kubeconfig: str, size: int, label: str, pods_per_node: int = 110) -> Iterator[tuple[list[str], float]]:
+    """`size` fake nodes labelled bench-pool=<label> (their names, seconds until schedulable), deleted afterwards."""
+    names, seconds = make_pool(kubeconfig, size, label, pods_per_node)
+    try:
+        yield names, seconds
+    finally:
+        delete_nodes(kubeconfig, names, workers=16)
 
 
 def make_pool(kubeconfig: str, size: int, label: str, pods_per_node: int = 110) -> tuple[list[str], float]:
@@ -80,23 +92,26 @@ def _command(*args: str) -> str:
         return ""
 
 
-def machine() -> dict[str, Any]:
+def machine(kubeconfig: str | None = None) -> dict[str, Any]:
     """Cores, RAM, kernel and versions, saved with every result."""
     from importlib.metadata import version
 
     meminfo = Path("/proc/meminfo").read_text().splitlines() if Path("/proc/meminfo").exists() else []
     mem_kb = next((int(line.split()[1]) for line in meminfo if line.startswith("MemTotal:")), 0)
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
-    binaries = ControlPlane().info()
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []
+    cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "")
     kube_version = ""
-    if binaries is not None and "kube-apiserver" in binaries.binaries:
-        kube_version = _command(binaries.binaries["kube-apiserver"], "--version")
+    if kubeconfig:
+        try:
+            api = client.VersionApi(config.new_client_from_config(config_file=kubeconfig))
+            kube_version = api.get_code().git_version
+        except Exception as exc:  # the description must not fail a run
+            kube_version = f"unknown ({type(exc).__name__})"
     return {
         "cores": os.cpu_count(), "cpu": cpu, "ram_gib": round(mem_kb / 2**20, 1),
         "kernel": platform.release(), "os": platform.platform(), "python": platform.python_version(),
         "airflow": version("apache-airflow"), "kubernetes_asyncio": version("kubernetes_asyncio"),
-        "kube_apiserver": kube_version, "etcd": _command("etcd", "--version").splitlines()[:1],
+        "kubernetes": kube_version, "etcd": _command("etcd", "--version").splitlines()[:1],
         "commit": _command("git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"),
         "load_average_at_start": list(os.getloadavg()),
     }

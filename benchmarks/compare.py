@@ -8,15 +8,14 @@ methods the namespace's pods are force-deleted and the next method waits until t
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import queue
 import statistics
 import time
 import uuid
 from typing import Any
 
-from benchmarks.common import core_api, make_pool, new_namespace, raw_client
-from benchmarks.methods import COMPLETING, METHODS, PINNING, Task, child_main
+from benchmarks.common import core_api, new_namespace, node_pool, raw_client
+from benchmarks.methods import COMPLETING, METHODS, PINNING, Task, child_main, spawn
 from benchmarks.podclock import PodClock
 
 RAW_OF = {"affinity": "raw-affinity", "nodename": "raw-nodename"}
@@ -27,10 +26,7 @@ async def run_method(task: Task, timeout: float) -> dict[str, Any]:
     kube = await raw_client(task.kubeconfig)
     clock = PodClock(kube, task.namespace, len(task.nodes))
     await clock.start()
-    ctx = multiprocessing.get_context("spawn")
-    stop, results = ctx.Event(), ctx.Queue()
-    child = ctx.Process(target=child_main, args=(task, stop, results), daemon=True)
-    child.start()
+    child, stop, results = spawn(child_main, task)
     done = "succeeded" if task.complete else "running"
     deadline = time.monotonic() + timeout
     reached = False
@@ -89,17 +85,17 @@ def compare(kubeconfig: str, sizes: list[int], rounds: int, methods: tuple[str, 
     pools: dict[int, float] = {}
     for size in sizes:
         label = uuid.uuid4().hex[:6]
-        nodes, pools[size] = make_pool(kubeconfig, size, label)
         plan = [(r, m, False) for r in range(rounds) for m in _rotated(methods, r)]
         plan += [(rounds + r, m, True) for r in range(complete_rounds) for m in _rotated(
             tuple(m for m in methods if m in COMPLETING), r)]
-        for round_no, method, complete in plan:
-            namespace = new_namespace(core, f"bench-{method.split('-')[0]}")
-            task = Task(method, kubeconfig, namespace, label, tuple(nodes), complete)
-            row = asyncio.run(run_method(task, timeout))
-            row["round"] = round_no
-            print(_progress(row), flush=True)
-            runs.append(row)
+        with node_pool(kubeconfig, size, label) as (nodes, pools[size]):
+            for round_no, method, complete in plan:
+                namespace = new_namespace(core, f"bench-{method.split('-')[0]}")
+                task = Task(method, kubeconfig, namespace, label, tuple(nodes), complete)
+                row = asyncio.run(run_method(task, timeout))
+                row["round"] = round_no
+                print(_progress(row), flush=True)
+                runs.append(row)
     return {"sizes": sizes, "rounds": rounds, "complete_rounds": complete_rounds,
             "node_setup_seconds": pools, "runs": runs, "table": ratio_table(runs)}
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 import os
 import resource
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from benchmarks.common import REPO_ROOT, SIM
@@ -150,6 +152,23 @@ async def _close_engine() -> None:
 
     await stop_informers()
     await close_clients_on_this_loop()
+
+
+def spawn(target: Any, *args: Any) -> tuple[Any, Any, Any]:
+    """Start `target(*args, stop, results)` in a fresh interpreter; returns (process, stop event, result queue)."""
+    ctx = multiprocessing.get_context("spawn")
+    stop, results = ctx.Event(), ctx.Queue()
+    child = ctx.Process(target=target, args=(*args, stop, results), daemon=True)
+    child.start()
+    return child, stop, results
+
+
+def rss_mib() -> float:
+    """This process's resident memory now (ru_maxrss is the peak)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
 
 
 def child_main(task: Task, stop: Any, results: Any) -> None:
