@@ -24,7 +24,7 @@ from devcluster.control_plane import REPO_ROOT, ControlPlane
 from devcluster.fake_nodes import FakeNode, create_nodes, delete_nodes
 
 RESULTS = REPO_ROOT / "benchmarks" / "results"
-BENCH_PLANE_DIR = REPO_ROOT / ".bench-cluster"
+BENCH_PLANE_DIR = REPO_ROOT / ".airflow-bench" / "cluster"  # ignored by git, like the other bench state
 SIM = "sim.airflow-broadcast.io"
 KCM_RAISED_LIMITS = ("--kube-api-qps=", "--kube-api-burst=", "--concurrent-gc-syncs=")
 

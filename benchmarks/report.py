@@ -15,8 +15,10 @@ DOC = REPO_ROOT / "docs" / "performance.md"
 def _fmt(value: Any, suffix: str = "") -> str:
     if value is None:
         return "n/a"
-    if isinstance(value, float):
+    if isinstance(value, float) and not value.is_integer():
         return f"{value:,.2f}{suffix}"
+    if isinstance(value, float):
+        value = int(value)
     return f"{value:,}{suffix}" if isinstance(value, int) else f"{value}{suffix}"
 
 
@@ -42,7 +44,7 @@ def _machine(results: dict[str, dict[str, Any]]) -> str:
         return "(no machine description recorded)"
     return (f"{m.get('cores')} cores ({m.get('cpu')}), {m.get('ram_gib')} GiB RAM, Linux {m.get('kernel')}, "
             f"Python {m.get('python')}, Airflow {m.get('airflow')}, Kubernetes {m.get('kubernetes')} with kwok, "
-            f"etcd {''.join(m.get('etcd') or [])}, commit {m.get('commit')}; load average at start "
+            f"{''.join(m.get('etcd') or [])}, commit {m.get('commit')}; load average at start "
             f"{', '.join(f'{x:.2f}' for x in m.get('load_average_at_start', []))}")
 
 
@@ -51,8 +53,10 @@ def _compare(result: dict[str, Any]) -> list[str]:
     lines = ["## Side by side: time to all Running", "",
              f"{result['rounds']} interleaved round(s) per size to all Running (order rotated each round), then "
              f"{result['complete_rounds']} round(s) of the completing methods with pods that succeed at once. "
-             "Ratios are of medians from the same run. the raw ratio compares with the raw storm of the same "
-             "pinning mode (the Job, unpinned, with the affinity storm); a DaemonSet ratio below 1 is faster.",
+             "Ratios are of medians from the same run. The raw ratio compares with the raw storm of the same "
+             "pinning mode (the Job, unpinned, with the affinity storm); a DaemonSet ratio below 1 is faster. "
+             "The Job is Indexed (N completions, parallelism N) and unpinned: a nodeSelector on the pool, the "
+             f"scheduler places its pods. Cluster: {result.get('cluster', 'not recorded')}.",
              "", *ratio_rows(table), "", "![time to all Running against N](img/perf-running-vs-nodes.png)", ""]
     cost = [r for r in table if r["method"].startswith("engine")]
     if cost:
@@ -81,14 +85,18 @@ def _triggerer(result: dict[str, Any]) -> list[str]:
              "Running) plus a probe trigger that samples the loop with the provider's LoopLag. Each step is "
              f"measured over {result['steps'][0]['window_seconds']} s once every pod runs.", "",
              "| jobs | loop lag p50 / p99 / max (ms) | blocked warnings (window) | triggerer RSS (MiB) "
-             "| provider API requests/s | seconds to all Running |", "| --- | --- | --- | --- | --- | --- |"]
+             "| trigger runner RSS (MiB) | provider API requests/s | seconds to all Running |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     for s in result["steps"]:
         lines.append(f"| {s['jobs']:,} | {_fmt(s['loop_lag_p50_ms'])} / {_fmt(s['loop_lag_p99_ms'])} / "
                      f"{_fmt(s['loop_lag_max_ms'])} | {s['blocked_warnings_in_window']} "
-                     f"| {_fmt(s['triggerer_rss_mib'])} | {_fmt(s['provider_requests_per_second'])} "
+                     f"| {_fmt(s['triggerer_rss_mib'])} | {_fmt(s.get('runner_rss_mib'))} "
+                     f"| {_fmt(s['provider_requests_per_second'])} "
                      f"| {_fmt(s.get('seconds_to_all_running'))} |")
     lines += ["", f"RSS per idle job (between the smallest and the largest job count): "
-              f"{_fmt(result.get('rss_kib_per_idle_job'), ' KiB')}. \"Triggerer's async thread was blocked\" "
+              f"{_fmt(result.get('rss_kib_per_idle_job'), ' KiB')} for the whole triggerer (its supervisor and its "
+              f"trigger runner), {_fmt(result.get('runner_rss_kib_per_idle_job'), ' KiB')} in the trigger runner "
+              "process, where the triggers and the provider's code run. \"Triggerer's async thread was blocked\" "
               f"warnings over the whole run, job start-up included: {result['blocked_warnings_total']}.", "",
               "![loop lag against job count](img/perf-loop-lag-vs-jobs.png)", ""]
     return lines

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -65,7 +66,9 @@ PIECES: dict[str, tuple[str, Callable[[str, argparse.Namespace], dict[str, Any]]
 
 def run_piece(name: str, kubeconfig: str, args: argparse.Namespace) -> dict[str, Any]:
     result_name, body = PIECES[name]
-    result = {"machine": machine(kubeconfig), **body(kubeconfig, args)}
+    cluster = ("a private control plane; kube-controller-manager at its default client limits (20 QPS, burst 30)"
+               if args.kubeconfig is None else "an existing cluster, with its own controller-manager limits")
+    result = {"machine": machine(kubeconfig), "cluster": cluster, **body(kubeconfig, args)}
     save(result_name, result)
     return result
 
@@ -90,6 +93,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the private control plane on the way out
     for key, value in (QUICK if args.quick else FULL).items():
         if getattr(args, key) is None:
             setattr(args, key, value)

@@ -175,7 +175,11 @@ def _derived(steps: list[dict[str, Any]]) -> dict[str, Any]:
     if len(loaded) < 2:
         return {}
     low, high = loaded[0], loaded[-1]
-    per_job = (high["triggerer_rss_mib"] - low["triggerer_rss_mib"]) * 1024 / (high["jobs"] - low["jobs"])
-    return {"rss_kib_per_idle_job": round(per_job, 1),
+    jobs = high["jobs"] - low["jobs"]
+    per_job = (high["triggerer_rss_mib"] - low["triggerer_rss_mib"]) * 1024 / jobs
+    runner = None
+    if high.get("runner_rss_mib") is not None and low.get("runner_rss_mib") is not None:
+        runner = round((high["runner_rss_mib"] - low["runner_rss_mib"]) * 1024 / jobs, 1)
+    return {"rss_kib_per_idle_job": round(per_job, 1), "runner_rss_kib_per_idle_job": runner,
             "requests_per_second_by_jobs": {s["jobs"]: s["provider_requests_per_second"] for s in steps},
             "loop_lag_p99_ms_by_jobs": {s["jobs"]: s["loop_lag_p99_ms"] for s in steps}}
