@@ -53,6 +53,5 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["airflow_broadcast.sensors.broadcast_job", "airflow_broadcast.sensors.tf_job"],
             }
         ],
-        "plugins": [{"name": "broadcast_jobs", "plugin-class": "airflow_broadcast.ui.plugin.BroadcastJobsPlugin"}],
         "config": provider_config(),
     }

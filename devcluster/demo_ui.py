@@ -29,7 +29,6 @@ def _settings(home: Any) -> tuple[StackSettings, dict[str, str]]:
     (home / "demo-passwords.json").write_text(json.dumps(passwords))
     return StackSettings(parallelism=4, extra_env={
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
-        "AIRFLOW__CORE__LAZY_DISCOVER_PROVIDERS": "False",  # loads the provider's plugin
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(f"{u}:{r}" for u, r in USERS.items()),
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "demo-passwords.json"),

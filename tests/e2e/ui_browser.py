@@ -33,7 +33,6 @@ def ui_settings(home: Path) -> StackSettings:
         "PYTHONPATH": os.pathsep.join(p for p in paths if p),
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
         "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",  # a busy CI machine answers a worker slowly
-        "AIRFLOW__CORE__LAZY_DISCOVER_PROVIDERS": "False",
         "AIRFLOW__CORE__AUTH_MANAGER": "ui_auth.OneDagDeniedAuthManager",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(f"{u}:{r}" for u, r in USERS.items()),

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import parse_qs, urlsplit
@@ -28,9 +29,10 @@ def query(url: str) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(urlsplit(url).query, keep_blank_values=True).items()}
 
 
-def test_the_provider_registers_the_plugin() -> None:
-    (entry,) = get_provider_info()["plugins"]
-    assert entry == {"name": "broadcast_jobs", "plugin-class": "airflow_broadcast.ui.plugin.BroadcastJobsPlugin"}
+def test_the_package_registers_the_plugin_once_through_its_entry_point() -> None:
+    (entry,) = [e for e in entry_points(group="airflow.plugins") if e.name == "broadcast_jobs"]
+    assert entry.value == "airflow_broadcast.ui.plugin:BroadcastJobsPlugin"
+    assert "plugins" not in get_provider_info(), "a second registration is reported as a plugin import error"
 
 
 def test_the_plugin_mounts_its_app_and_adds_a_nav_entry_and_a_task_instance_tab() -> None:
@@ -65,10 +67,9 @@ def test_the_link_keeps_the_path_of_the_api_base_url(monkeypatch: pytest.MonkeyP
     assert task.operator_extra_links[0].get_link(task, ti_key=TI).startswith("/team-a/broadcast-jobs/?")
 
 
-def test_airflow_loads_the_plugin_from_the_provider_when_providers_are_discovered_eagerly(tmp_path: Path) -> None:
+def test_airflow_loads_the_plugin_with_its_default_settings(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     env.update({"AIRFLOW_HOME": str(tmp_path), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-                "AIRFLOW__CORE__LAZY_DISCOVER_PROVIDERS": "False",
                 "PYTHONPATH": os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])})
     code = ("import json; from airflow import plugins_manager as pm; "
             "print(json.dumps([a['url_prefix'] for a in pm.get_fastapi_plugins()[0]]))")
