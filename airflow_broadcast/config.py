@@ -19,8 +19,8 @@ SECTION = "airflow_broadcast"
 class Settings:
     """One process's settings; the defaults are the values used when the section is absent."""
 
-    client_qps: float = 50.0
-    client_burst: int = 100
+    client_qps: float = 500.0
+    client_burst: int = 1000
     client_request_timeout: float = 60.0
     client_max_retries: int = 5
     credential_refresh_seconds: float = 60.0

@@ -1,199 +1,121 @@
-"""Benchmarks on the local control plane: `python -m benchmarks.run bcj|tfjob|many [options]`.
+"""Benchmarks: `python -m benchmarks.run all|compare|triggerer|tfjob|bcj|detection|report [options]`.
 
-Each benchmark prints and saves figures (wall time, throughput, event-loop lag, API
-requests); none of them asserts a time. Results go to benchmarks/results/<name>.json.
+`all` (what `make bench` runs) starts a private control plane (controller-manager at its default client
+limits), runs every benchmark on it, stops it by PID, writes benchmarks/results/*.json and
+docs/performance.md with its plots, and prints the side-by-side ratio table. `--quick` runs small
+sizes. The other commands run one piece, on the private plane or on `--kubeconfig`. Nothing asserts
+a time: the figures are measurements.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import re
+import signal
 import sys
-import time
-import uuid
+from collections.abc import Callable
 from typing import Any
 
-from kubernetes import client, config
+from benchmarks import report
+from benchmarks.common import load, machine, save, start_bench_plane
 
-from devcluster.airflow_env import AirflowEnv
-from devcluster.control_plane import REPO_ROOT, ControlPlane
-from devcluster.fake_nodes import FakeNode, create_nodes
-
-RESULTS = REPO_ROOT / "benchmarks" / "results"
-SIM = "sim.airflow-broadcast.io"
-LAG_LINE = re.compile(r"event loop lag while reconciling: (\{.*?\}) \((\d+) API requests\)")
+QUICK = {"sizes": "50", "rounds": 1, "complete_rounds": 1, "counts": "10,50", "window": 20.0,
+         "workers": 50, "ps": 2, "nodes": 50, "runs": 3}
+FULL = {"sizes": "1000,3000", "rounds": 2, "complete_rounds": 2, "counts": "10,100,1000", "window": 60.0,
+        "workers": 1000, "ps": 4, "nodes": 1000, "runs": 5}
 
 
-def _cluster() -> tuple[str, client.CoreV1Api]:
-    info = ControlPlane().start()
-    return info.kubeconfig, client.CoreV1Api(config.new_client_from_config(config_file=info.kubeconfig))
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
 
 
-def _namespace(core: client.CoreV1Api, prefix: str) -> str:
-    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
-    core.create_namespace({"metadata": {"name": name}})
-    return name
+def _compare(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks.compare import compare
+
+    return compare(kubeconfig, _ints(a.sizes), a.rounds, complete_rounds=a.complete_rounds)
 
 
-def _pool(kubeconfig: str, core: client.CoreV1Api, size: int, label: str) -> float:
-    """Create `size` fake nodes labelled bench-pool=<label>; returns seconds until all are schedulable."""
-    from tests.support.waits import wait_nodes_schedulable
+def _triggerer(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks.triggerer_load import bench_triggerer
 
-    t0 = time.monotonic()
-    names = create_nodes(kubeconfig, [FakeNode(name=f"b{label}-{i:05d}", labels={"bench-pool": label})
-                                      for i in range(size)], workers=16)
-    wait_nodes_schedulable(core, names, timeout=600)
-    return time.monotonic() - t0
+    return bench_triggerer(kubeconfig, _ints(a.counts), window=a.window)
 
 
-def _airflow(kubeconfig: str) -> AirflowEnv:
-    env = AirflowEnv.create(REPO_ROOT / ".airflow-bench", REPO_ROOT / "benchmarks" / "dags", kubeconfig, fresh=False)
-    env.env["AIRFLOW__AIRFLOW_BROADCAST__MEASURE_LOOP_LAG"] = "True"
-    return env
+def _tfjob(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks.e2e import bench_tfjob
+
+    return bench_tfjob(kubeconfig, a.workers, a.ps)
 
 
-def _lag(output: str) -> dict[str, Any]:
-    found = LAG_LINE.findall(output)
-    if not found:
-        return {}
-    lag, requests = found[-1]
-    return {"loop_lag_seconds": json.loads(lag), "api_requests": int(requests)}
+def _bcj(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks.e2e import bench_bcj
+
+    return bench_bcj(kubeconfig, a.nodes)
 
 
-def bench_bcj(nodes: int) -> dict[str, Any]:
-    kubeconfig, core = _cluster()
-    label = uuid.uuid4().hex[:6]
-    node_seconds = _pool(kubeconfig, core, nodes, label)
-    namespace = _namespace(core, "bench-bcj")
-    manifest = {
-        "apiVersion": "apps.kruise.io/v1beta1", "kind": "BroadcastJob", "metadata": {"name": "bench"},
-        "spec": {"template": {
-            "metadata": {"annotations": {f"{SIM}/result": "Succeeded", f"{SIM}/after": "1s"}},
-            "spec": {"nodeSelector": {"bench-pool": label}, "restartPolicy": "Never",
-                     "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "10m"}}}]},
-        }},
-    }
-    env = _airflow(kubeconfig)
-    t0 = time.monotonic()
-    result = env.dags_test("bench_broadcast_job", conf={"namespace": namespace, "manifest": manifest})
-    wall = time.monotonic() - t0
-    summary = result.xcoms.get("bcj") or {}
-    job_seconds = _span(summary)
-    return {
-        "benchmark": "broadcast_job", "nodes": nodes, "node_setup_seconds": round(node_seconds, 1),
-        "task_state": result.task_states.get("bcj"), "dags_test_wall_seconds": round(wall, 1),
-        "job_seconds": job_seconds, "pods_per_second": round(nodes / job_seconds, 1) if job_seconds else None,
-        "nodes_accounted": len(summary.get("nodes", {})), "succeeded": summary.get("succeeded"),
-        **_lag(result.output),
-    }
+def _detection(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks.detection import bench_detection
+
+    return bench_detection(kubeconfig, runs=a.runs)
 
 
-def bench_tfjob(workers: int, ps: int) -> dict[str, Any]:
-    kubeconfig, core = _cluster()
-    label = uuid.uuid4().hex[:6]
-    _pool(kubeconfig, core, 10, label)
-    namespace = _namespace(core, "bench-tf")
-
-    def replica(count: int, annotations: dict[str, str], policy: str) -> dict[str, Any]:
-        return {"replicas": count, "restartPolicy": policy, "template": {
-            "metadata": {"annotations": annotations},
-            "spec": {"nodeSelector": {"bench-pool": label},
-                     "containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.15.0"}]}}}
-
-    done = {f"{SIM}/result": "Succeeded", f"{SIM}/after": "5s"}
-    manifest = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "bench"},
-                "spec": {"runPolicy": {"cleanPodPolicy": "None"}, "tfReplicaSpecs": {
-                    "Chief": replica(1, done, "OnFailure"), "PS": replica(ps, {}, "Never"),
-                    "Worker": replica(workers, done, "OnFailure")}}}
-    env = _airflow(kubeconfig)
-    t0 = time.monotonic()
-    result = env.dags_test("bench_tf_job", conf={"namespace": namespace, "manifest": manifest})
-    wall = time.monotonic() - t0
-    summary = result.xcoms.get("tfjob") or {}
-    pods = core.list_namespaced_pod(namespace).items
-    services = core.list_namespaced_service(namespace).items
-    return {
-        "benchmark": "tf_job", "chief": 1, "ps": ps, "workers": workers, "task_state": result.task_states.get("tfjob"),
-        "phase": summary.get("phase"), "dags_test_wall_seconds": round(wall, 1), "job_seconds": _span(summary),
-        "pods": len(pods), "services": len(services), "replicaStatuses": summary.get("replicaStatuses"),
-        **_lag(result.output),
-    }
+PIECES: dict[str, tuple[str, Callable[[str, argparse.Namespace], dict[str, Any]]]] = {
+    "compare": ("compare", _compare), "triggerer": ("triggerer", _triggerer), "tfjob": ("tf_job", _tfjob),
+    "bcj": ("broadcast_job", _bcj), "detection": ("detection", _detection)}
 
 
-def bench_many(jobs: int, nodes_per_job: int) -> dict[str, Any]:
-    """Many BroadcastJobs reconciled at once in one event loop with the shared client (one triggerer's load)."""
-    from airflow_broadcast.cluster.job_submission import submit_job
-    from airflow_broadcast.cluster.kinds.registry import driver_for
-    from airflow_broadcast.cluster.reconcile_loop import run_reconcile_loop
-    from airflow_broadcast.specs.broadcast_job import parse_broadcast_job, to_manifest
-    from airflow_broadcast.triggers.loop_lag import LoopLag
-    from tests.support.engine import kube_client
-
-    kubeconfig, core = _cluster()
-    label = uuid.uuid4().hex[:6]
-    _pool(kubeconfig, core, nodes_per_job, label)
-    namespace = _namespace(core, "bench-many")
-
-    async def main() -> dict[str, Any]:
-        kube = await kube_client(kubeconfig)
-        lag = LoopLag()
-        monitor = asyncio.get_running_loop().create_task(lag.run())
-        driver = driver_for("BroadcastJob")
-
-        async def one(i: int) -> str:
-            done = {f"{SIM}/result": "Succeeded", f"{SIM}/after": "2s"}
-            raw = {"apiVersion": "apps.kruise.io/v1beta1", "kind": "BroadcastJob", "metadata": {"name": f"job-{i:04d}"},
-                   "spec": {"template": {"metadata": {"annotations": done},
-                                         "spec": {"nodeSelector": {"bench-pool": label}, "restartPolicy": "Never",
-                                                  "containers": [{"name": "c", "image": "busybox"}]}}}}
-            spec = parse_broadcast_job(raw, namespace=namespace)
-            record, _ = await submit_job(kube, driver.kind, spec.name, namespace, to_manifest(spec), submitter="bench",
-                                         reattach=True)
-            outcome = await run_reconcile_loop(kube, driver, namespace, record.name, record.uid, resync=30.0)
-            return outcome.reason
-
-        t0 = time.monotonic()
-        reasons = await asyncio.gather(*(one(i) for i in range(jobs)))
-        seconds = time.monotonic() - t0
-        monitor.cancel()
-        await kube.close()
-        return {"benchmark": "many_jobs_one_loop", "jobs": jobs, "nodes_per_job": nodes_per_job,
-                "pods": jobs * nodes_per_job, "finished": reasons.count("finished"), "seconds": round(seconds, 1),
-                "loop_lag_seconds": lag.report(), "api_requests": kube.requests_sent}
-
-    return asyncio.run(main())
+def run_piece(name: str, kubeconfig: str, args: argparse.Namespace) -> dict[str, Any]:
+    result_name, body = PIECES[name]
+    cluster = ("a private control plane; kube-controller-manager at its default client limits (20 QPS, burst 30)"
+               if args.kubeconfig is None else "an existing cluster, with its own controller-manager limits")
+    result = {"machine": machine(kubeconfig), "cluster": cluster, **body(kubeconfig, args)}
+    save(result_name, result)
+    return result
 
 
-def _span(summary: dict[str, Any]) -> float | None:
-    from airflow_broadcast.specs.timestamps import from_rfc3339
-
-    start, end = from_rfc3339(summary.get("startTime")), from_rfc3339(summary.get("completionTime"))
-    return None if start is None or end is None else round(end - start, 1)
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
+    p.add_argument("name", choices=["all", "report", *PIECES])
+    p.add_argument("--quick", action="store_true", help="small sizes (a few minutes)")
+    p.add_argument("--kubeconfig", help="run on this cluster instead of a private control plane")
+    p.add_argument("--skip", default="", help="pieces `all` leaves out, comma-separated")
+    p.add_argument("--sizes", help="node counts of the comparison (comma-separated)")
+    p.add_argument("--rounds", type=int, help="interleaved rounds to all Running per size")
+    p.add_argument("--complete-rounds", type=int, help="rounds to all Succeeded per size")
+    p.add_argument("--counts", help="idle job counts of the triggerer benchmark (comma-separated)")
+    p.add_argument("--window", type=float, help="seconds each triggerer step is measured over")
+    p.add_argument("--workers", type=int, help="TFJob workers")
+    p.add_argument("--ps", type=int, help="TFJob parameter servers")
+    p.add_argument("--nodes", type=int, help="nodes of the `airflow dags test` BroadcastJob")
+    p.add_argument("--runs", type=int, help="DAG runs of the detection benchmark")
+    return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.run")
-    sub = parser.add_subparsers(dest="name", required=True)
-    bcj = sub.add_parser("bcj")
-    bcj.add_argument("--nodes", type=int, default=1000)
-    tf = sub.add_parser("tfjob")
-    tf.add_argument("--workers", type=int, default=200)
-    tf.add_argument("--ps", type=int, default=4)
-    many = sub.add_parser("many")
-    many.add_argument("--jobs", type=int, default=100)
-    many.add_argument("--nodes-per-job", type=int, default=10)
-    args = parser.parse_args(argv)
-    if args.name == "bcj":
-        result = bench_bcj(args.nodes)
-    elif args.name == "tfjob":
-        result = bench_tfjob(args.workers, args.ps)
-    else:
-        result = bench_many(args.jobs, args.nodes_per_job)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{result['benchmark']}.json").write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    args = parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the private control plane on the way out
+    for key, value in (QUICK if args.quick else FULL).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if args.name != "report":
+        names = [n for n in PIECES if n not in args.skip.split(",")] if args.name == "all" else [args.name]
+        plane = None
+        kubeconfig = args.kubeconfig
+        if kubeconfig is None:
+            plane, kubeconfig = start_bench_plane()
+        try:
+            for name in names:
+                result = run_piece(name, kubeconfig, args)
+                print(json.dumps({k: v for k, v in result.items() if k not in ("runs", "table", "rows")},
+                                 indent=1, default=str)[:4000], flush=True)
+        finally:
+            if plane is not None:
+                plane.stop()
+    if args.name in ("all", "report"):
+        print(f"wrote {report.write()}")
+    compared = load("compare")
+    if compared:
+        report.print_table(compared["table"])
     return 0
 
 

@@ -101,7 +101,7 @@ async def _parse_body(raw: bytes, verb: str, target: str) -> Any:
 class KubeClient:
     """Thin async client over an ApiClient. Share one instance per process and cluster."""
 
-    def __init__(self, api_client: Any, *, qps: float = 50.0, burst: int = 100,
+    def __init__(self, api_client: Any, *, qps: float = 500.0, burst: int = 1000,
                  request_timeout: float = 60.0, max_retries: int = 5) -> None:
         self._api = api_client
         self.limiter = RateLimiter(qps, burst)

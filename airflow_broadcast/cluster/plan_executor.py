@@ -22,10 +22,13 @@ from airflow_broadcast.cluster.informers import Informer
 from airflow_broadcast.cluster.job_events import EventRecorder
 from airflow_broadcast.cluster.job_records import write_record
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
+from airflow_broadcast.cluster.record_parts import write_parts
 from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan
 
 log = logging.getLogger(__name__)
 DELETE_CONCURRENCY = 32
+# Creates in flight at once; slow-start batches grow past it, so a large batch streams through this window.
+CREATE_CONCURRENCY = 64
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ class PlanExecutor:
     style: ChildEventStyle = field(default_factory=ChildEventStyle)
     kind: str = ""
     pod_groups: Informer[Any] | None = None
+    records: Informer[Any] | None = None
 
     async def apply(self, plan: Plan, record: Mapping[str, Any], events: EventRecorder) -> ApplyResult:
         result = ApplyResult()
@@ -85,7 +89,9 @@ class PlanExecutor:
         if plan.create_pods:
             await self._create_pods(plan.create_pods, plan.create_limit, result, child_events)
         status = plan.status_after(result.created, result.attempted)
-        if status is not None or plan.record_annotations:
+        if plan.record_parts and not await write_parts(self.client, record, plan.record_parts, self.records):
+            result.conflict = True  # another writer's part: the pass is recomputed from it
+        elif status is not None or plan.record_annotations:
             try:
                 result.record = await write_record(self.client, record, status, plan.record_annotations)
             except Conflict:
@@ -177,13 +183,23 @@ class PlanExecutor:
 
     async def _create_pods(self, manifests: Sequence[Mapping[str, Any]], limit: int | None,
                            result: ApplyResult, events: list[JobEvent]) -> None:
-        """Slow start (R6/R7): batches of 1, 2, 4, ...; a batch with an error stops the pass."""
+        """Slow start (R6/R7): batches of 1, 2, 4, ...; a batch with an error stops the pass.
+
+        The doubling is not capped (as upstream's), so after a few round trips one batch holds the
+        rest; at most CREATE_CONCURRENCY creates are in flight, which keeps the pipe full without
+        opening thousands of requests at once.
+        """
         todo = list(manifests[:limit] if limit is not None else manifests)
+        gate = asyncio.Semaphore(CREATE_CONCURRENCY)
+
+        async def one(manifest: Mapping[str, Any]) -> tuple[bool, str, bool]:
+            async with gate:
+                return await self._create_one("Pod", manifest)
+
         batch = 1
         while todo:
             current, todo = todo[:batch], todo[batch:]
-            outcomes = await asyncio.gather(*(self._create_one("Pod", m) for m in current),
-                                            return_exceptions=True)
+            outcomes = await asyncio.gather(*(one(m) for m in current), return_exceptions=True)
             failed = False
             for manifest, outcome in zip(current, outcomes, strict=True):
                 name = manifest["metadata"]["name"]

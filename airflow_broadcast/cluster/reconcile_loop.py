@@ -19,7 +19,6 @@ from airflow_broadcast.cluster.api_errors import ClusterApiError, Forbidden, Not
 from airflow_broadcast.cluster.informers import Informer, shared_informer
 from airflow_broadcast.cluster.job_events import EventRecorder, flush_events
 from airflow_broadcast.cluster.job_records import (
-    JOB_LABEL,
     MANAGED_BY,
     MANAGED_BY_LABEL,
     get_record,
@@ -28,7 +27,9 @@ from airflow_broadcast.cluster.job_records import (
 )
 from airflow_broadcast.cluster.job_warnings import JobWarning, JobWarnings, events_informer
 from airflow_broadcast.cluster.kube_client import Backoff, JsonDict, KubeClient
+from airflow_broadcast.cluster.pass_pacing import coalesce_gap
 from airflow_broadcast.cluster.plan_executor import ChildEventStyle, PlanExecutor
+from airflow_broadcast.cluster.record_parts import record_index
 from airflow_broadcast.reconcilers.kind import JobKind
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.reconcilers.plan import Plan, earliest
@@ -37,7 +38,6 @@ from airflow_broadcast.specs.manifest_limits import check_stored_manifest
 
 log = logging.getLogger(__name__)
 RESYNC_SECONDS = 30.0
-MIN_PASS_INTERVAL = 0.25
 THREAD_THRESHOLD = 200
 ObservedT = TypeVar("ObservedT")
 
@@ -51,6 +51,7 @@ class WatchSet:
     nodes: Informer[Any] | None = None
     pod_groups: Informer[Any] | None = None
     priorities: Informer[Any] | None = None
+    records: Informer[Any] | None = None  # set by the loop: the namespace's records and their parts
 
 
 class JobDriver(Protocol[ObservedT]):
@@ -97,7 +98,7 @@ class LoopOutcome:
 
 def record_informer(client: KubeClient, namespace: str) -> Informer[JsonDict]:
     return shared_informer(client, records_path(namespace), lambda obj: obj,
-                           label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY}", index_label=JOB_LABEL)
+                           label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY}", index_by=record_index)
 
 
 async def run_reconcile_loop(
@@ -115,6 +116,7 @@ async def run_reconcile_loop(
     """
     records = record_informer(client, namespace)
     watched = driver.watch(client, namespace)
+    watched.records = records
     for informer in (records, watched.children, watched.services, watched.nodes):
         if informer is not None:
             await informer.wait_synced()
@@ -134,7 +136,8 @@ async def run_reconcile_loop(
         informer.subscribe(key, wake)
     failures = Backoff(1.0, 30.0)
     executor = PlanExecutor(client, namespace, uid, pods=watched.children, services=watched.services,
-                            style=driver.style, kind=driver.kind.name, pod_groups=watched.pod_groups)
+                            style=driver.style, kind=driver.kind.name, pod_groups=watched.pod_groups,
+                            records=records)
     trouble: JobWarnings | None = None
     feed: asyncio.Task[None] | None = None
     try:
@@ -184,6 +187,7 @@ async def run_reconcile_loop(
             if applied.record is not None:
                 records.upsert(applied.record, notify=False)
                 raw, record = applied.record, record_view(applied.record)
+            took = time.monotonic() - started
             if progress is not None:
                 progress(record)
             if plan.finished:  # its TTL expiry is stamped; the task that reads the result or the sweeper deletes
@@ -203,9 +207,7 @@ async def run_reconcile_loop(
             if applied.create_errors:
                 timeout = earliest(timeout, 2.0)  # R7: failed batches retry soon
             await _wait(wake, timeout)
-            spent = time.monotonic() - started
-            if spent < MIN_PASS_INTERVAL:
-                await asyncio.sleep(MIN_PASS_INTERVAL - spent)  # coalesce bursts of watch events
+            await asyncio.sleep(coalesce_gap(time.monotonic() - started, took))
     finally:
         if feed is not None:
             feed.cancel()

@@ -31,6 +31,7 @@ from airflow_broadcast.triggers.job_reconcile import (
     JobTriggerArgs,
     OnKillAction,
 )
+from airflow_broadcast.ui.links import JobStatusLink
 
 if TYPE_CHECKING:
     import jinja2
@@ -61,6 +62,7 @@ class ReconciledJobOperator(JobTaskSettings):
     template_ext: Sequence[str] = ()  # see manifest_source: only the manifest itself may name a file
     template_fields_renderers: ClassVar[dict[str, str]] = {"manifest": "yaml"}
     ui_color = "#d3e4f7"
+    operator_extra_links = (JobStatusLink(),)
 
     def __init__(self, *, manifest: Mapping[str, Any] | str, wait_for_completion: bool = True,
                  reattach: bool = True, on_kill_action: OnKillAction = "delete_active_pods", **kwargs: Any) -> None:

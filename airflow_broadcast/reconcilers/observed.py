@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 RECORD_UID_LABEL = "airflow-broadcast.io/job-uid"  # on every child: the uid of the record that owns it
+# On a record's part (a ConfigMap it owns that holds detail too large for it): the record's uid.
+RECORD_PART_LABEL = "airflow-broadcast.io/part-of"
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,8 @@ class Plan:
     * `deletes`: children to delete (executed before any create).
     * `status`: the job status to persist, or None when unchanged.
     * `record_annotations`: durable flags on the job record (None value = remove).
+    * `record_parts`: ConfigMaps owned by the record that hold detail too large for it
+      (name → the JSON document it holds, replaced whole), written before the record.
     * `events`: job-level events; per-child events come from the executor's outcomes.
     * `requeue_after`: seconds until a timer-driven pass is needed (deadline,
       backoff), or None when only cluster events can change the outcome.
@@ -77,6 +79,7 @@ class Plan:
     create_limit: int | None = None
     status: JsonDict | None = None
     record_annotations: Mapping[str, str | None] = field(default_factory=dict)
+    record_parts: Mapping[str, JsonDict] = field(default_factory=dict)
     events: tuple[JobEvent, ...] = ()
     requeue_after: float | None = None
     finished: bool = False
@@ -85,7 +88,7 @@ class Plan:
     @property
     def changes_cluster(self) -> bool:
         return bool(self.create_pods or self.create_services or self.create_objects or self.deletes
-                    or self.status is not None or self.record_annotations)
+                    or self.status is not None or self.record_annotations or self.record_parts)
 
     def status_after(self, created: int, attempted: int) -> JsonDict | None:
         """The status to write once the pod creates ran: `created` succeeded out of `attempted` sent."""

@@ -24,6 +24,7 @@ from airflow_broadcast.triggers.job_reconcile import (
     JobReconcileTrigger,
     JobTriggerArgs,
 )
+from airflow_broadcast.ui.links import JobStatusLink
 from airflow_broadcast.version_compat import BaseSensorOperator
 
 
@@ -46,6 +47,7 @@ class ReconciledJobSensor(JobTaskSettings, BaseSensorOperator):
     job_options: JobOptions
     template_fields: Sequence[str] = ("job_name", "namespace", "kubernetes_conn_id", "cluster_context")
     ui_color = "#e8f1fb"
+    operator_extra_links = (JobStatusLink(),)
 
     def __init__(self, *, job_name: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from airflow_broadcast.cluster import reconcile_loop
+from airflow_broadcast.cluster import pass_pacing
 from airflow_broadcast.cluster.informers import stop_informers
 from airflow_broadcast.cluster.job_records import read_status, record_name, record_path
 from airflow_broadcast.cluster.job_submission import submit_job
@@ -125,8 +125,8 @@ class FakeEngine:
 
 @asynccontextmanager
 async def fake_engine(monkeypatch: pytest.MonkeyPatch, **fake_args: Any) -> AsyncIterator[FakeEngine]:
-    """A fresh FakeCluster and client; passes are not coalesced (MIN_PASS_INTERVAL) so tests take milliseconds."""
-    monkeypatch.setattr(reconcile_loop, "MIN_PASS_INTERVAL", 0.0)
+    """A fresh FakeCluster and client; passes are not coalesced (pass_pacing) so tests take milliseconds."""
+    monkeypatch.setattr(pass_pacing, "MIN_PASS_INTERVAL", 0.0)
     fake = FakeCluster(**fake_args)
     engine = FakeEngine(fake, KubeClient(fake, qps=0))
     try:

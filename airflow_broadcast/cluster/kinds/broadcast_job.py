@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.informers import shared_informer
+from airflow_broadcast.cluster.job_records import read_status, record_path
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.observation import node_info, node_significance, pod_info
 from airflow_broadcast.cluster.plan_executor import ChildEventStyle
 from airflow_broadcast.cluster.reconcile_loop import WatchSet
+from airflow_broadcast.cluster.record_parts import cached_parts, read_parts
 from airflow_broadcast.reconcilers.broadcast_job.kind import BroadcastJobKind, BroadcastObserved
+from airflow_broadcast.reconcilers.broadcast_job.node_table import is_sharded, merged
 from airflow_broadcast.reconcilers.observed import RECORD_UID_LABEL
 
 
@@ -29,4 +33,18 @@ class BroadcastJobDriver:
 
     def observe(self, watched: WatchSet, uid: str) -> BroadcastObserved:
         nodes = watched.nodes.items() if watched.nodes is not None else []
-        return BroadcastObserved(nodes=nodes, pods=watched.children.items(uid))
+        return BroadcastObserved(nodes=nodes, pods=watched.children.items(uid),
+                                 parts=cached_parts(watched.records, uid))
+
+
+async def read_node_table(client: KubeClient, namespace: str, record_name: str) -> dict[str, Any]:
+    """Every node's result of a BroadcastJob: the record's own `status.nodes`, or the union of its parts.
+
+    The record and the XCom show at most a capped view of a large table; this is the whole of it.
+    """
+    raw = await client.get(record_path(namespace, record_name))
+    status = read_status(raw)
+    if not is_sharded(status):
+        return dict(status.get("nodes") or {})
+    parts = await read_parts(client, namespace, str((raw.get("metadata") or {}).get("uid", "")))
+    return merged(record_name, parts)

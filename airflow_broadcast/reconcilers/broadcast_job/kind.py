@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypedDict, cast
 
+from airflow_broadcast.reconcilers.broadcast_job.node_table import FAILED_NAMES, TERMINAL, failed_names, is_sharded
 from airflow_broadcast.reconcilers.broadcast_job.reconciler import (
     BroadcastOptions,
     job_finished,
@@ -52,6 +53,12 @@ class BroadcastJobStatus(TypedDict, total=False):
     failureReason: str
     nodes: dict[str, NodeResult]
     ineligibleNodes: dict[str, str]
+    ineligibleNodesTotal: int
+    nodeParts: int
+    nodesTotal: int
+    nodesDone: int
+    failedNodes: list[str]
+    failedNodesTotal: int
 
 
 class BroadcastJobSummary(JobIdentity):
@@ -66,15 +73,20 @@ class BroadcastJobSummary(JobIdentity):
     completionTime: str | None
     conditions: list[Condition]
     nodes: dict[str, NodeResult]
+    nodesTotal: int
+    nodesTruncated: bool
+    failedNodes: list[str]
+    failedNodesTotal: int
     ineligibleNodes: dict[str, str]
 
 
 @dataclass(frozen=True)
 class BroadcastObserved:
-    """What one pass reads: every node of the cluster and the job's pods."""
+    """What one pass reads: every node of the cluster, the job's pods, and the node table's parts (if any)."""
 
     nodes: Sequence[NodeInfo]
     pods: Sequence[PodInfo]
+    parts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -100,7 +112,7 @@ class BroadcastJobKind:
 
     def reconcile(self, record: JobRecord, observed: BroadcastObserved, now: float) -> Plan:
         spec = parse_broadcast_job(record.manifest, namespace=record.namespace)
-        return reconcile_broadcast_job(spec, record, observed.nodes, observed.pods, now, self.options)
+        return reconcile_broadcast_job(spec, record, observed.nodes, observed.pods, now, self.options, observed.parts)
 
     def is_finished(self, status: Mapping[str, Any]) -> bool:
         return job_finished(status) is not None
@@ -112,7 +124,8 @@ class BroadcastJobKind:
         if not never or status.get("phase") != "running":
             return False
         desired = int(status.get("desired", 0))
-        done = sum(1 for n in (status.get("nodes") or {}).values() if n.get("phase") in ("Succeeded", "Failed"))
+        done = status["nodesDone"] if is_sharded(status) else sum(
+            1 for n in (status.get("nodes") or {}).values() if n.get("phase") in TERMINAL)
         return desired > 0 and done >= desired and int(status.get("active", 0)) == 0
 
     def active_deadline(self, record: JobRecord, now: float) -> float | None:
@@ -123,7 +136,11 @@ class BroadcastJobKind:
         return (from_rfc3339(record.status.get("startTime")) or now) + int(seconds)
 
     def summary(self, record: JobRecord) -> BroadcastJobSummary:
+        """Bounded whatever the fleet: `nodes` holds at most INLINE_NODES nodes (VIEW_NODES of a table kept in
+        parts, failed ones first), `nodesTotal` counts them all and `nodesTruncated` says some are not shown."""
         status = cast(BroadcastJobStatus, record.status)
+        nodes = dict(status.get("nodes") or {})
+        failed = status["failedNodes"] if is_sharded(status) else failed_names(nodes)
         return {
             **identity(self.name, record),
             "phase": status.get("phase", ""),
@@ -134,7 +151,11 @@ class BroadcastJobKind:
             "startTime": status.get("startTime"),
             "completionTime": status.get("completionTime"),
             "conditions": list(status.get("conditions") or []),
-            "nodes": dict(status.get("nodes") or {}),
+            "nodes": nodes,
+            "nodesTotal": int(status.get("nodesTotal", len(nodes))),
+            "nodesTruncated": int(status.get("nodesTotal", len(nodes))) > len(nodes),
+            "failedNodes": list(failed[:FAILED_NAMES]),
+            "failedNodesTotal": int(status.get("failedNodesTotal", len(failed))),
             "ineligibleNodes": dict(status.get("ineligibleNodes") or {}),
         }
 
@@ -147,7 +168,8 @@ class BroadcastJobKind:
         shown = ", ".join(
             f"{n} (pod {r.get('pod')}, exit code {r.get('exitCode', '?')}, {r.get('reason') or 'no reason'})"
             for n, r in nodes[:MAX_NAMED_FAILURES])
-        more = f" and {len(nodes) - MAX_NAMED_FAILURES} more" if len(nodes) > MAX_NAMED_FAILURES else ""
+        hidden = max(len(nodes), summary["failedNodesTotal"]) - min(len(nodes), MAX_NAMED_FAILURES)
+        more = f" and {hidden} more" if hidden > 0 else ""
         detail = f" Failed nodes: {shown}{more}." if nodes else ""
         counts = f"{summary['succeeded']} succeeded, {summary['failed']} failed of {summary['desired']} desired"
         return (f"BroadcastJob {summary['namespace']}/{summary['name']} failed: "

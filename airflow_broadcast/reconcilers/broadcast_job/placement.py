@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_broadcast.reconcilers.broadcast_job.memo import IdentityMemo
 from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import check_node_fitness, compile_fitness
 from airflow_broadcast.reconcilers.broadcast_job.pods import (
     UNSCHEDULABLE_REASON,
@@ -15,6 +16,17 @@ from airflow_broadcast.reconcilers.broadcast_job.pods import (
 )
 from airflow_broadcast.reconcilers.observed import NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import JobEvent
+
+_pod_fits: IdentityMemo[PodInfo, NodeInfo, str | None] = IdentityMemo()
+_results: IdentityMemo[PodInfo, None, dict[str, Any]] = IdentityMemo()
+
+
+def _fitness(pod: PodInfo, node: NodeInfo) -> str | None:
+    return check_node_fitness(pod.spec, node)
+
+
+def _result(pod: PodInfo, _: None) -> dict[str, Any]:
+    return node_result(pod)
 
 
 @dataclass
@@ -35,7 +47,7 @@ def place(template: Mapping[str, Any], nodes: Sequence[NodeInfo], node_to_pod: M
     for node in sorted(nodes, key=lambda n: n.name):
         pod = node_to_pod.get(node.name)
         if pod is not None:
-            reason = check_node_fitness(pod.spec, node)
+            reason = _pod_fits(pod.uid or pod.name, pod, node, _fitness)  # N13, once per pod and node version
             if reason is not None and not pod.deleting:
                 placement.misfits.append(pod)
                 placement.ineligible[node.name] = reason
@@ -63,7 +75,7 @@ def node_results(desired: Mapping[str, PodInfo | None], previous: Mapping[str, A
     for node, pod in desired.items():
         before = previous.get(node) or {}
         if pod is not None:
-            results[node] = node_result(pod)
+            results[node] = dict(_results(pod.uid or pod.name, pod, None, _result))
             detail = unschedulable_detail(pod)
             if warn_unschedulable and detail is not None and (
                     before.get("pod"), before.get("reason"), before.get("attempt", 1)) != (

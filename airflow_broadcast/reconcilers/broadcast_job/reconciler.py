@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_broadcast.reconcilers.broadcast_job import node_table as nt
+from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import REASON_AFFINITY
 from airflow_broadcast.reconcilers.broadcast_job.placement import Placement, node_results, place
 from airflow_broadcast.reconcilers.broadcast_job.pods import (
     PodBuckets,
@@ -70,8 +72,13 @@ class _Pass:
     """Mutable scratch state of one pass; `run()` returns the Plan."""
 
     def __init__(self, spec: BroadcastJobSpec, record: JobRecord, nodes: Sequence[NodeInfo],
-                 pods: Sequence[PodInfo], now: float, options: BroadcastOptions) -> None:
+                 pods: Sequence[PodInfo], now: float, options: BroadcastOptions,
+                 parts: Mapping[str, Mapping[str, Any]]) -> None:
         self.spec, self.record, self.nodes, self.now, self.options = spec, record, nodes, now, options
+        self.parts = nt.by_index(record.name, parts)
+        self.stored = nt.stored_table(record.status, self.parts)  # the node table as last written
+        self.table: dict[str, Any] = {}
+        self.desired: Mapping[str, PodInfo | None] = {}
         owner_kind = str(record.owner_reference.get("kind") or "") or None
         self.pods = [p for p in pods if is_owned(p, spec.name, record.uid, owner_kind)]
         self.status: dict[str, Any] = copy.deepcopy(dict(record.status))
@@ -144,10 +151,11 @@ class _Pass:
         placement = place(self.spec.template, self.nodes, node_to_pod)
         self.status.update(active=len(buckets.active), failed=len(buckets.failed),
                            succeeded=len(buckets.succeeded), desired=len(placement.desired))
-        results, events = node_results(placement.desired, self.status.get("nodes") or {},
-                                       warn_unschedulable=not self.options.kruise_compat)
-        self.status["nodes"] = results
-        self.status["ineligibleNodes"] = dict(placement.ineligible)
+        self.desired = placement.desired
+        self.table, events = node_results(placement.desired, self.stored,
+                                          warn_unschedulable=not self.options.kruise_compat)
+        self.status.pop("ineligibleNodesTotal", None)
+        self.status.update(nt.capped_ineligible(placement.ineligible, REASON_AFFINITY))
         self.events.extend(events)
         return self._decide(buckets, placement)
 
@@ -224,7 +232,7 @@ class _Pass:
             self._event("Warning", "TooManyActivePods", "Number of active pods exceed parallelism limit")
             return None
         diff = min(parallelism - active, len(rest))
-        previous = self.record.status.get("nodes") or {}
+        previous = self.stored
         for node in rest[:diff]:
             # P12: a node that had a pod before (deleted by hand or by GC) is re-run as the next attempt.
             attempt = int((previous.get(node) or {}).get("attempt", 1)) + 1 if node in previous else 1
@@ -235,10 +243,10 @@ class _Pass:
             # the node's last finished result is kept beside the re-run (L12).
             entry: dict[str, Any] = {"pod": pod["metadata"]["name"], "phase": "Pending", "restarts": 0,
                                      "attempt": attempt}
-            last = self.status["nodes"].get(node) or previous.get(node) or {}
-            if last.get("phase") in ("Succeeded", "Failed"):
+            last = self.table.get(node) or previous.get(node) or {}
+            if last.get("phase") in nt.TERMINAL:
                 entry["previous"] = {k: v for k, v in last.items() if k != "previous"}
-            self.status["nodes"][node] = entry
+            self.table[node] = entry
         return diff
 
     def _complete(self, desired: Mapping[str, PodInfo | None]) -> bool:
@@ -247,7 +255,20 @@ class _Pass:
             return False
         return all(pod is not None and (pod.terminal or pod.deleting) for pod in desired.values())
 
+    def _store_table(self) -> dict[str, dict[str, Any]]:
+        """The node table in the record while it is small, else in parts (see node_table); the parts to write."""
+        if not nt.is_sharded(self.status) and max(len(self.table), len(self.desired)) <= nt.INLINE_NODES:
+            self.status["nodes"] = self.table
+            return {}
+        parts = int(self.status.get("nodeParts") or 0) or nt.parts_for(len(self.desired))
+        done = self.finished or (bool(self.desired) and all(
+            (self.table.get(node) or {}).get("phase") in nt.TERMINAL for node in self.desired))
+        self.status.update(nt.sharded_status(self.table, parts))
+        return {nt.part_name(self.record.name, index): nt.part_document(entries)
+                for index, entries in nt.part_writes(self.table, self.parts, parts, done=done).items()}
+
     def _plan(self, create_limit: int | None = None) -> Plan:
+        record_parts = self._store_table()
         changed = self.status != dict(self.record.status)
         return Plan(
             create_pods=tuple(self.creates),
@@ -255,6 +276,7 @@ class _Pass:
             create_limit=create_limit,
             status=self.status if changed or self.creates else None,
             record_annotations=self.annotations,
+            record_parts=record_parts,
             events=tuple(self.events),
             requeue_after=self.requeue,
             finished=self.finished,
@@ -264,6 +286,10 @@ class _Pass:
 
 def reconcile_broadcast_job(spec: BroadcastJobSpec, record: JobRecord, nodes: Sequence[NodeInfo],
                             pods: Sequence[PodInfo], now: float,
-                            options: BroadcastOptions | None = None) -> Plan:
-    """One pass of the BroadcastJob controller over the observed state at `now`."""
-    return _Pass(spec, record, nodes, pods, now, options or BroadcastOptions()).run()
+                            options: BroadcastOptions | None = None,
+                            parts: Mapping[str, Mapping[str, Any]] | None = None) -> Plan:
+    """One pass of the BroadcastJob controller over the observed state at `now`.
+
+    `parts` holds the record's parts (name → document): the node table, once it outgrew the record.
+    """
+    return _Pass(spec, record, nodes, pods, now, options or BroadcastOptions(), parts or {}).run()

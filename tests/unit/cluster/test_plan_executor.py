@@ -155,3 +155,27 @@ async def test_a_pod_group_that_cannot_be_written_is_a_warning_and_the_pass_goes
     assert result.created == 1, "the pods are still created"
     reasons = [reason for reason, _ in api.events]
     assert "FailedCreatePodGroup" in reasons and "FailedDeletePodGroup" in reasons
+
+
+async def test_R6_a_large_batch_streams_through_a_bounded_window_of_creates(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The doubling is not capped, yet no more than CREATE_CONCURRENCY creates are ever in flight."""
+    from airflow_broadcast.cluster import plan_executor
+
+    monkeypatch.setattr(plan_executor, "CREATE_CONCURRENCY", 4)
+    api = FakeApi()
+    in_flight = peak = 0
+    create = api.create
+
+    async def counted(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        try:
+            return await create(path, body)
+        finally:
+            in_flight -= 1
+
+    monkeypatch.setattr(api, "create", counted)
+    result = await apply(api, status_plan([pod(f"p{i}") for i in range(40)]))
+    assert result.created == 40
+    assert peak == 4

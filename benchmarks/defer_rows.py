@@ -1,0 +1,60 @@
+"""Defer task instances of a DAG run onto triggers, as Airflow's execution API does when a task defers.
+
+`python -m benchmarks.defer_rows SPEC.json`, run with the Airflow environment of the stack under test.
+SPEC: {"dag_id", "run_id", "namespace", "jobs": [{"task_id", "record_name", "uid"}],
+"probe": {"task_id", "path", "stop_path"} | null}. For each job it builds the provider's
+JobReconcileTrigger for that record (what BroadcastJobOperator.execute would defer on), stores the
+trigger row with its kwargs serialized as the Task SDK sends them, and moves the task instance to
+`deferred`; the real triggerer then picks the triggers up and runs them. Running a thousand tasks
+through an executor first would only add a thousand worker start-ups to get to the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _trigger(job: dict[str, Any], spec: dict[str, Any]) -> Any:
+    from airflow_broadcast.cluster.kinds.registry import options_for
+    from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger, JobTriggerArgs
+
+    key = {"dag_id": spec["dag_id"], "task_id": job["task_id"], "run_id": spec["run_id"]}
+    return JobReconcileTrigger(JobTriggerArgs(kind="BroadcastJob", namespace=spec["namespace"],
+                                              record_name=job["record_name"], uid=job["uid"],
+                                              options=options_for("BroadcastJob"), task_key=key))  # type: ignore
+
+
+def defer(spec: dict[str, Any]) -> int:
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.models.trigger import Trigger
+    from airflow.sdk.serde import serialize
+    from airflow.utils.session import create_session
+    from airflow.utils.state import TaskInstanceState
+    from sqlalchemy import update
+
+    from benchmarks.lag_probe import LagProbeTrigger
+
+    items = [(job["task_id"], _trigger(job, spec)) for job in spec["jobs"]]
+    if spec.get("probe"):
+        probe = spec["probe"]
+        items.append((probe["task_id"], LagProbeTrigger(probe["path"], probe["stop_path"])))
+    with create_session() as session:
+        for task_id, trigger in items:
+            classpath, kwargs = trigger.serialize()
+            row = Trigger(classpath=classpath, kwargs={})
+            row.encrypted_kwargs = json.dumps(serialize(kwargs))
+            session.add(row)
+            session.flush()
+            session.execute(update(TaskInstance).where(
+                TaskInstance.dag_id == spec["dag_id"], TaskInstance.run_id == spec["run_id"],
+                TaskInstance.task_id == task_id, TaskInstance.map_index == -1,
+            ).values(state=TaskInstanceState.DEFERRED, trigger_id=row.id, next_method="execute_complete",
+                     next_kwargs={}, trigger_timeout=None))
+    return len(items)
+
+
+if __name__ == "__main__":
+    print(defer(json.loads(Path(sys.argv[1]).read_text())))

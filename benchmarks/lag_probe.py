@@ -1,0 +1,69 @@
+"""A benchmark-only trigger that samples the triggerer's event loop from inside it.
+
+It runs next to the provider's triggers in the same `airflow triggerer` loop, samples the wake-up
+delay with the provider's own LoopLag, and every `flush_seconds` appends one JSON line to `path`:
+the time, the new lag samples, and the API requests the provider's shared clients on this loop have
+sent so far. It ends (one event) when `stop_path` exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_broadcast.triggers.loop_lag import LoopLag
+
+
+def provider_requests() -> int:
+    """Requests sent so far by every shared client of the provider on the running loop."""
+    from airflow_broadcast.cluster import shared_clients
+
+    clients = shared_clients._clients.get(asyncio.get_running_loop(), {})
+    return sum(client.requests_sent for client in clients.values())
+
+
+def rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+class LagProbeTrigger(BaseTrigger):
+    """Sample loop lag and the provider's request count until `stop_path` appears."""
+
+    def __init__(self, path: str, stop_path: str, flush_seconds: float = 2.0) -> None:
+        super().__init__()
+        self.path = path
+        self.stop_path = stop_path
+        self.flush_seconds = flush_seconds
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return f"{type(self).__module__}.{type(self).__qualname__}", {
+            "path": self.path, "stop_path": self.stop_path, "flush_seconds": self.flush_seconds}
+
+    def _append(self, text: str) -> None:
+        with open(self.path, "a") as out:
+            out.write(text)
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        lag = LoopLag()
+        sampler = asyncio.get_running_loop().create_task(lag.run())
+        written = 0
+        try:
+            while not await asyncio.to_thread(os.path.exists, self.stop_path):
+                await asyncio.sleep(self.flush_seconds)
+                line = {"t": time.time(), "lag": lag.samples[written:], "requests": provider_requests(),
+                        "runner_rss_kib": rss_kib(), "pid": os.getpid()}
+                written = len(lag.samples)
+                await asyncio.to_thread(self._append, json.dumps(line) + "\n")
+        finally:
+            sampler.cancel()
+        yield TriggerEvent({"samples": written})

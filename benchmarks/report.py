@@ -1,0 +1,142 @@
+"""docs/performance.md from the JSON results, and the side-by-side ratio table printed by `make bench`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from benchmarks import plots
+from benchmarks.common import REPO_ROOT, load
+from benchmarks.report_text import client_limits_section, design
+
+DOC = REPO_ROOT / "docs" / "performance.md"
+
+
+def _fmt(value: Any, suffix: str = "") -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.2f}{suffix}"
+    if isinstance(value, float):
+        value = int(value)
+    return f"{value:,}{suffix}" if isinstance(value, int) else f"{value}{suffix}"
+
+
+def ratio_rows(table: list[dict[str, Any]]) -> list[str]:
+    head = ["| nodes | method | pinning | runs | to all Running (median, s) | ratio to raw, same pinning "
+            "| ratio to DaemonSet | to all Succeeded (s) | pods accounted | CPU-s / 1,000 pod events "
+            "| API requests | peak RSS (MiB) |",
+            "|" + " --- |" * 12]
+    return head + [
+        f"| {r['nodes']:,} | {r['method']} | {r['pinning']} | {r['runs']} | {_fmt(r['to_all_running_seconds'])} "
+        f"| {_fmt(r['vs_raw_same_pinning'])} | {_fmt(r['vs_daemonset'])} | {_fmt(r['to_all_succeeded_seconds'])} "
+        f"| {r['pods_accounted']:,} | {_fmt(r['cpu_seconds_per_1000_pod_events'])} | {_fmt(r['api_requests'])} "
+        f"| {_fmt(r['peak_rss_mib'])} |" for r in table]
+
+
+def print_table(table: list[dict[str, Any]]) -> None:
+    print("\n".join(ratio_rows(table)))
+
+
+def _machine(results: dict[str, dict[str, Any]]) -> str:
+    m = next((r["machine"] for r in results.values() if r and r.get("machine")), {})
+    if not m:
+        return "(no machine description recorded)"
+    return (f"{m.get('cores')} cores ({m.get('cpu')}), {m.get('ram_gib')} GiB RAM, Linux {m.get('kernel')}, "
+            f"Python {m.get('python')}, Airflow {m.get('airflow')}, Kubernetes {m.get('kubernetes')} with kwok, "
+            f"{''.join(m.get('etcd') or [])}, commit {m.get('commit')}; load average at start "
+            f"{', '.join(f'{x:.2f}' for x in m.get('load_average_at_start', []))}")
+
+
+def _compare(result: dict[str, Any]) -> list[str]:
+    table = result["table"]
+    lines = ["## Side by side: time to all Running", "",
+             f"{result['rounds']} interleaved round(s) per size to all Running (order rotated each round), then "
+             f"{result['complete_rounds']} round(s) of the completing methods with pods that succeed at once. "
+             "Ratios are of medians from the same run. The raw ratio compares with the raw storm of the same "
+             "pinning mode (the Job, unpinned, with the affinity storm); a DaemonSet ratio below 1 is faster. "
+             "The Job is Indexed (N completions, parallelism N) and unpinned: a nodeSelector on the pool, the "
+             f"scheduler places its pods. Cluster: {result.get('cluster', 'not recorded')}.",
+             "", *ratio_rows(table), "", "![time to all Running against N](img/perf-running-vs-nodes.png)", ""]
+    cost = [r for r in table if r["method"].startswith("engine")]
+    if cost:
+        lines += ["### Cost per event", "", "CPU-seconds of the engine's process (the trigger, its informers and "
+                  "its shared client; process time, all threads) per 1,000 pod events seen by the pod watch:", "",
+                  "| nodes | method | CPU-s | pod events | CPU-s / 1,000 events |", "| --- | --- | --- | --- | --- |"]
+        for r in cost:
+            runs = [x for x in result["runs"] if x["nodes"] == r["nodes"] and x["method"] == r["method"]
+                    and not x["complete"]]
+            events = sorted(x["pod_events"] for x in runs)[len(runs) // 2] if runs else None
+            lines.append(f"| {r['nodes']:,} | {r['method']} | {_fmt(r['cpu_seconds'])} | {_fmt(events)} "
+                         f"| {_fmt(r['cpu_seconds_per_1000_pod_events'])} |")
+        lines.append("")
+    detect = [x["last_done_to_event_seconds"] for x in result["runs"] if x.get("last_done_to_event_seconds")]
+    if detect:
+        ordered = sorted(detect)
+        lines += [f"Detection in the engine's process (last pod Succeeded, as the benchmark's watch saw it, to the "
+                  f"trigger's TriggerEvent): p50 {ordered[len(ordered) // 2] * 1000:.0f} ms over {len(ordered)} "
+                  f"jobs (max {ordered[-1] * 1000:.0f} ms).", ""]
+    return lines
+
+
+def _triggerer(result: dict[str, Any]) -> list[str]:
+    lines = ["## Idle jobs in one real triggerer", "",
+             "One `airflow triggerer` process runs every job's JobReconcileTrigger (each job one node, its pod "
+             "Running) plus a probe trigger that samples the loop with the provider's LoopLag. Each step is "
+             f"measured over {result['steps'][0]['window_seconds']} s once every pod runs.", "",
+             "| jobs | loop lag p50 / p99 / max (ms) | blocked warnings (window) | triggerer RSS (MiB) "
+             "| trigger runner RSS (MiB) | provider API requests/s | seconds to all Running |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for s in result["steps"]:
+        lines.append(f"| {s['jobs']:,} | {_fmt(s['loop_lag_p50_ms'])} / {_fmt(s['loop_lag_p99_ms'])} / "
+                     f"{_fmt(s['loop_lag_max_ms'])} | {s['blocked_warnings_in_window']} "
+                     f"| {_fmt(s['triggerer_rss_mib'])} | {_fmt(s.get('runner_rss_mib'))} "
+                     f"| {_fmt(s['provider_requests_per_second'])} "
+                     f"| {_fmt(s.get('seconds_to_all_running'))} |")
+    lines += ["", f"RSS per idle job (between the smallest and the largest job count): "
+              f"{_fmt(result.get('rss_kib_per_idle_job'), ' KiB')} for the whole triggerer (its supervisor and its "
+              f"trigger runner), {_fmt(result.get('runner_rss_kib_per_idle_job'), ' KiB')} in the trigger runner "
+              "process, where the triggers and the provider's code run. \"Triggerer's async thread was blocked\" "
+              f"warnings over the whole run, job start-up included: {result['blocked_warnings_total']}.", "",
+              "![loop lag against job count](img/perf-loop-lag-vs-jobs.png)", ""]
+    return lines
+
+
+def _simple(title: str, result: dict[str, Any], keys: list[str]) -> list[str]:
+    lines = [f"## {title}", "", "| figure | value |", "| --- | --- |"]
+    lines += [f"| {k} | {_fmt(result.get(k))} |" for k in keys if k in result]
+    return [*lines, ""]
+
+
+def render() -> str:
+    results = {name: load(name) for name in ("compare", "triggerer", "tf_job", "broadcast_job", "detection")}
+    lines = ["# Performance", "",
+             "Every figure below comes from `make bench` (`python -m benchmarks.run all`) and is regenerated with "
+             "it; the raw results, with the machine's description, are in `benchmarks/results/*.json`. They are "
+             "measurements, not assertions: no test fails on a time; CI runs a 50-node smoke of the same harness.",
+             "", f"Machine: {_machine(results)}.", ""]
+    compare, triggerer = results["compare"], results["triggerer"]
+    if compare:
+        lines += _compare(compare)
+        plots.running_vs_nodes(compare["table"])
+    if triggerer:
+        lines += _triggerer(triggerer)
+        plots.lag_vs_jobs(triggerer["steps"])
+    if results["detection"]:
+        lines += _simple("Detection in a real triggerer", results["detection"],
+                         ["runs", "last_done_to_task_success_p50_seconds", "last_done_to_task_success_max_seconds",
+                          "task_states"])
+    if results["tf_job"]:
+        lines += _simple("TFJob", results["tf_job"], ["chief", "ps", "workers", "condition", "pods", "services",
+                                                       "job_seconds", "engine_peak_rss_mib", "engine_cpu_seconds"])
+    if results["broadcast_job"]:
+        lines += _simple("BroadcastJob through `airflow dags test`", results["broadcast_job"],
+                         ["nodes", "task_state", "dags_test_wall_seconds", "to_all_succeeded_seconds",
+                          "last_done_to_dags_test_exit_seconds", "nodes_accounted"])
+    lines += [client_limits_section(), design()]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write(path: Path = DOC) -> Path:
+    path.write_text(render())
+    return path

@@ -1,0 +1,185 @@
+"""Many idle BroadcastJobs in ONE real `airflow triggerer` process: loop lag, blocked warnings, RSS, requests.
+
+A real stack (api-server, dag-processor, triggerer; no scheduler, so nothing else competes) parses a DAG
+with one BroadcastJobOperator task per job. One DAG run is created through the REST API; the benchmark
+writes each job's record (as the operator does before it defers) and defers the task instances onto the
+provider's JobReconcileTrigger (`benchmarks/defer_rows.py`, as the execution API does). Each job
+covers one node and its pod stays Running, so once every pod runs the jobs are idle. At each job count
+the benchmark measures over a window: the loop lag sampled by a probe trigger inside the same loop, the
+"Triggerer's async thread was blocked" warnings in the triggerer's log, the RSS of the triggerer's
+processes, and the provider's API requests per second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import REPO_ROOT, core_api, new_namespace, node_pool, percentile, raw_client
+from benchmarks.methods import Task, broadcast_manifest
+from devcluster.airflow_env import AirflowEnv
+from devcluster.airflow_stack import AirflowStack, StackSettings
+
+HOME = REPO_ROOT / ".airflow-bench" / "triggerer"
+BLOCKED = "async thread was blocked"
+
+
+def group_rss_kib(pgid: int) -> int:
+    """Resident memory of every process in the triggerer's process group (supervisor and trigger runner)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid:
+                total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE") // 1024
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+async def _submit(kubeconfig: str, namespace: str, label: str, names: list[str]) -> list[dict[str, str]]:
+    """Write the jobs' records, as BroadcastJobOperator.execute does before it defers."""
+    from airflow_broadcast.cluster.job_submission import submit_job
+    from airflow_broadcast.cluster.kinds.registry import driver_for
+    from airflow_broadcast.specs.broadcast_job import parse_broadcast_job, to_manifest
+
+    kube = await raw_client(kubeconfig)
+    kind = driver_for("BroadcastJob").kind
+    task = Task("engine-affinity", kubeconfig, namespace, label, ())
+    sem = asyncio.Semaphore(20)
+
+    async def one(name: str) -> dict[str, str]:
+        spec = parse_broadcast_job(broadcast_manifest(task, name.replace("_", "-")), namespace=namespace)
+        async with sem:
+            record, _ = await submit_job(kube, kind, spec.name, namespace, to_manifest(spec), submitter="benchmarks",
+                                         reattach=True)
+        return {"task_id": name, "record_name": record.name, "uid": record.uid}
+
+    try:
+        return list(await asyncio.gather(*(one(n) for n in names)))
+    finally:
+        await kube.close()
+
+
+def _running_pods(core: Any, namespace: str) -> int:
+    return sum(1 for p in core.list_namespaced_pod(namespace).items if p.status.phase == "Running")
+
+
+class Load:
+    """The stack, the DAG run and the probe's file for one benchmark run."""
+
+    def __init__(self, stack: AirflowStack, kubeconfig: str, namespace: str, label: str) -> None:
+        self.stack, self.kubeconfig, self.namespace, self.label = stack, kubeconfig, namespace, label
+        self.core = core_api(kubeconfig)
+        self.probe = stack.airflow_env.home / "probe.jsonl"
+        self.stop_file = stack.airflow_env.home / "probe.stop"
+        self.run_id = ""
+        self.jobs = 0
+
+    def begin(self) -> None:
+        self.stack.wait_for_dag("bench_idle", timeout=600)
+        run = self.stack.api("POST", "/api/v2/dags/bench_idle/dagRuns", {"logical_date": None})
+        self.run_id = run["dag_run_id"]
+        self._defer([], probe=True)
+
+    def _defer(self, jobs: list[dict[str, str]], probe: bool = False) -> None:
+        spec = {"dag_id": "bench_idle", "run_id": self.run_id, "namespace": self.namespace, "jobs": jobs,
+                "probe": {"task_id": "lag_probe", "path": str(self.probe), "stop_path": str(self.stop_file)}
+                if probe else None}
+        path = self.stack.airflow_env.home / "defer.json"
+        path.write_text(json.dumps(spec))
+        subprocess.run([sys.executable, "-m", "benchmarks.defer_rows", str(path)], env=self.stack.env,
+                       cwd=REPO_ROOT, check=True, capture_output=True, timeout=900)
+
+    def grow(self, count: int, timeout: float) -> float:
+        """Add jobs up to `count`, wait until every job's pod runs; returns the seconds it took."""
+        t0 = time.monotonic()
+        names = [f"job_{i:05d}" for i in range(self.jobs, count)]
+        jobs = asyncio.run(_submit(self.kubeconfig, self.namespace, self.label, names))
+        self._defer(jobs)
+        self.jobs = count
+        deadline = time.monotonic() + timeout
+        while _running_pods(self.core, self.namespace) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{count} jobs: only {_running_pods(self.core, self.namespace)} pods Running")
+            time.sleep(2)
+        return time.monotonic() - t0
+
+    def measure(self, window: float) -> dict[str, Any]:
+        triggerer = next(c for c in self.stack.processes if c.name == "triggerer")
+        blocked0 = triggerer.log.read_text(errors="replace").count(BLOCKED)
+        rss0, t0 = group_rss_kib(triggerer.pid), time.time()
+        time.sleep(window)
+        rss1, t1 = group_rss_kib(triggerer.pid), time.time()
+        lines = [json.loads(x) for x in self.probe.read_text().splitlines()] if self.probe.exists() else []
+        inside = [x for x in lines if t0 <= x["t"] <= t1]
+        lag = [s for x in inside for s in x["lag"]]
+        requests = (inside[-1]["requests"] - inside[0]["requests"]) if len(inside) > 1 else None
+        span = (inside[-1]["t"] - inside[0]["t"]) if len(inside) > 1 else None
+        return {
+            "jobs": self.jobs, "window_seconds": round(t1 - t0, 1), "lag_samples": len(lag),
+            "loop_lag_p50_ms": _ms(percentile(lag, 0.5)), "loop_lag_p99_ms": _ms(percentile(lag, 0.99)),
+            "loop_lag_max_ms": _ms(max(lag, default=None)),
+            "blocked_warnings_in_window": triggerer.log.read_text(errors="replace").count(BLOCKED) - blocked0,
+            "triggerer_rss_mib": round((rss0 + rss1) / 2 / 1024, 1),
+            "runner_rss_mib": round(inside[-1]["runner_rss_kib"] / 1024, 1) if inside else None,
+            "provider_requests_per_second": round(requests / span, 3) if requests is not None and span else None,
+        }
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else round(value * 1000, 1)
+
+
+def bench_triggerer(kubeconfig: str, counts: list[int], window: float = 60.0,
+                    settle: float = 15.0) -> dict[str, Any]:
+    """Idle jobs in one triggerer at each of `counts` (growing), each step measured over `window` seconds."""
+    core = core_api(kubeconfig)
+    label = uuid.uuid4().hex[:6]
+    namespace = new_namespace(core, "bench-idle")
+    env = AirflowEnv.create(HOME, REPO_ROOT / "benchmarks" / "idle_dags", kubeconfig)
+    settings = StackSettings(triggerer_heartbeat_seconds=5, triggerer_health_check_threshold=60, extra_env={
+        "BENCH_IDLE_TASKS": str(max(counts)), "AIRFLOW__TRIGGERER__CAPACITY": str(max(counts) + 10),
+        "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "600", "AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT": "600"})
+    steps: list[dict[str, Any]] = []
+    with node_pool(kubeconfig, 1, label, pods_per_node=max(counts) + 50) as (_, pool_seconds), \
+            AirflowStack(env, components=("api-server", "dag-processor", "triggerer"), settings=settings) as stack:
+        load = Load(stack, kubeconfig, namespace, label)
+        load.begin()
+        time.sleep(settle)
+        steps.append(load.measure(window))
+        print(f"[triggerer] {steps[-1]}", flush=True)
+        for count in counts:
+            grow_seconds = load.grow(count, timeout=max(600.0, count * 2.0))
+            time.sleep(settle)
+            steps.append({**load.measure(window), "seconds_to_all_running": round(grow_seconds, 1)})
+            print(f"[triggerer] {steps[-1]}", flush=True)
+        load.stop_file.touch()
+        triggerer = next(c for c in stack.processes if c.name == "triggerer")
+        blocked_total = triggerer.log.read_text(errors="replace").count(BLOCKED)
+    core.delete_namespace(namespace)
+    return {"benchmark": "triggerer_idle_jobs", "counts": counts, "pool_seconds": round(pool_seconds, 1),
+            "steps": steps, "blocked_warnings_total": blocked_total, **_derived(steps)}
+
+
+def _derived(steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """RSS per idle job between the smallest and largest job counts measured, and the request-rate trend."""
+    loaded = [s for s in steps if s["jobs"] > 0]
+    if len(loaded) < 2:
+        return {}
+    low, high = loaded[0], loaded[-1]
+    jobs = high["jobs"] - low["jobs"]
+    per_job = (high["triggerer_rss_mib"] - low["triggerer_rss_mib"]) * 1024 / jobs
+    runner = None
+    if high.get("runner_rss_mib") is not None and low.get("runner_rss_mib") is not None:
+        runner = round((high["runner_rss_mib"] - low["runner_rss_mib"]) * 1024 / jobs, 1)
+    return {"rss_kib_per_idle_job": round(per_job, 1), "runner_rss_kib_per_idle_job": runner,
+            "requests_per_second_by_jobs": {s["jobs"]: s["provider_requests_per_second"] for s in steps},
+            "loop_lag_p99_ms_by_jobs": {s["jobs"]: s["loop_lag_p99_ms"] for s in steps}}

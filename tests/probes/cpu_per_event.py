@@ -1,0 +1,56 @@
+"""Probe: CPU-seconds of BroadcastJob reconcile passes per 1,000 pod events, at 1,000 and at 3,000 nodes.
+
+Run it ad hoc (`python -m probes.cpu_per_event` from tests/); it prints the figures and asserts nothing about
+time. Each pass follows EVENTS_PER_PASS pod events (a burst the loop coalesces into one pass); the record and
+the parts are carried from pass to pass as the executor would write them.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from support.bcj_builders import NOW, make_nodes, make_pod, make_record, make_spec, started_status
+
+from airflow_broadcast.reconcilers.broadcast_job.reconciler import reconcile_broadcast_job
+from airflow_broadcast.reconcilers.observed import PodInfo
+
+EVENTS = 1000
+EVENTS_PER_PASS = 10
+
+
+def cpu_per_thousand_events(nodes: int) -> float:
+    spec = make_spec()
+    node_infos = make_nodes(nodes)
+    pods: dict[str, PodInfo] = {n.name: make_pod(n.name, "Running") for n in node_infos}
+    record = make_record(started_status(desired=nodes, active=nodes))
+    parts: dict[str, Any] = {}
+    plan = reconcile_broadcast_job(spec, record, node_infos, list(pods.values()), NOW)  # settle the first pass
+    record, parts = _applied(record, plan, parts)
+    names = sorted(pods)
+    spent = 0.0
+    for start in range(0, EVENTS, EVENTS_PER_PASS):
+        for name in names[start:start + EVENTS_PER_PASS]:
+            pods[name] = make_pod(name, "Succeeded")
+        began = time.process_time()
+        plan = reconcile_broadcast_job(spec, record, node_infos, list(pods.values()), NOW)
+        spent += time.process_time() - began
+        record, parts = _applied(record, plan, parts)
+    return spent * 1000 / EVENTS
+
+
+def _applied(record: Any, plan: Any, parts: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    parts = {**parts, **plan.record_parts}
+    if plan.status is not None:
+        record = make_record(plan.status)
+    return record, parts
+
+
+def main() -> None:
+    small, large = cpu_per_thousand_events(1000), cpu_per_thousand_events(3000)
+    print(f"CPU-s per 1,000 pod events: 1,000 nodes {small:.3f}, 3,000 nodes {large:.3f}, ratio {large / small:.2f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
