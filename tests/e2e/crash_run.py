@@ -46,6 +46,7 @@ class Kill:
     pods: int
     counted: int
     phase: str
+    pending: bool = True  # the job had work left for a trigger: its record stood and did not say finished
     assigned_after: float | None = None
     acted_after: float | None = None
 
@@ -61,7 +62,7 @@ class RunResult:
 
     def describe(self) -> str:
         """The figures of the run, for a failing assertion."""
-        kills = [(k.point.what, k.point.at, k.point.mode, k.pods, k.counted, k.phase, k.assigned_after,
+        kills = [(k.point.what, k.point.at, k.point.mode, k.pods, k.counted, k.phase, k.pending, k.assigned_after,
                   k.acted_after) for k in self.kills]
         return f"{self.state} in {self.seconds:.0f} s; {self.pods}; kills {kills}"
 
@@ -152,8 +153,10 @@ class CrashRunner:
             time.sleep(0.02)
         owner = self._owner(dag_id, run_id)
         victim = next((c for c in self.triggerers() if c.job_id == owner), None) or self.triggerers()[-1]
-        status = watched.status()
-        kill = Kill(point, time.time(), watched.pods_alive(), counted(status), str(status.get("phase", "")))
+        status, last = watched.status(), watched.last_record()
+        pending = last is not None and last.type != "DELETED" and not last.obj["metadata"].get("deletionTimestamp") \
+            and not finished(status)
+        kill = Kill(point, time.time(), watched.pods_alive(), counted(status), str(status.get("phase", "")), pending)
         self.stack.kill(victim)
         if owner is not None and victim.job_id == owner:
             waiter = threading.Thread(target=self._await_owner, args=(kill, dag_id, run_id, owner), daemon=True)
