@@ -164,10 +164,14 @@ def test_L6_a_node_turning_eligible_gets_a_pod(
 
 def test_L8_L10_a_pod_deleted_by_hand_is_created_again(
         engine: Any, node_factory: Any, namespace: str, core_api: Any, loops: Any) -> None:
-    (node,) = node_factory(1, labels={"pool": namespace})
+    """A second node's pod keeps running, so the job is unfinished while the deleted pod terminates: a terminating
+    pod counts as done (§3.8), and a one-node job could rightly complete in that moment instead."""
+    node, other = node_factory(2, labels={"pool": namespace})
     loops(engine.submit(bcj("l8", namespace, result=None)))
     pod = wait_until(lambda: live_pod_on(engine, "l8", node), what="pod")
-    wait_status(engine, "l8", lambda s: s["nodes"].get(node, {}).get("phase") == "Running", what="pod recorded")
+    wait_until(lambda: live_pod_on(engine, "l8", other), what="the other node's pod")
+    wait_status(engine, "l8", lambda s: all(s["nodes"].get(n, {}).get("phase") == "Running" for n in (node, other)),
+                what="pods recorded")
 
     core_api.delete_namespaced_pod(pod.metadata.name, namespace)
 
