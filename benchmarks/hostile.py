@@ -12,7 +12,6 @@ import argparse
 import json
 import sys
 import time
-import tracemalloc
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from unit.specs.hostile.corpus_pass import (
     largest_broadcast_job,
     largest_tf_job,
     one_pass,
+    peak_bytes,
     stored_records,
 )
 
@@ -63,12 +63,7 @@ def _refused_by_pass(kind: Any, text: str) -> bool:
 def measure_case(case: Case) -> dict[str, Any]:
     source = case.build()
     message = _refusal(case, source)
-    tracemalloc.start()
-    try:
-        _refusal(case, source)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak = peak_bytes(lambda: _refusal(case, source))
     return {"name": case.name, "kind": case.kind, "category": case.category, "refused": message is not None,
             "names_its_path": message is not None and case.path in message,
             "cpu_seconds": round(cpu_seconds(lambda: _refusal(case, source)), 4), "peak_bytes": peak,

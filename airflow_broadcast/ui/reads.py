@@ -19,10 +19,10 @@ from airflow_broadcast.cluster.job_warnings import WarningEvent, events_informer
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.cluster.observation import pod_info
 from airflow_broadcast.cluster.pod_logs import log_tail
-from airflow_broadcast.cluster.record_parts import read_parts
+from airflow_broadcast.cluster.record_parts import cached_parts, record_index
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
 from airflow_broadcast.reconcilers.broadcast_job.node_table import is_sharded, merged
-from airflow_broadcast.reconcilers.observed import RECORD_UID_LABEL, PodInfo
+from airflow_broadcast.reconcilers.observed import RECORD_PART_LABEL, RECORD_UID_LABEL, PodInfo
 from airflow_broadcast.ui.job_view import STOPPED_BY
 
 SYNC_TIMEOUT = 15.0
@@ -42,11 +42,16 @@ async def _synced(informer: Informer[Any]) -> Informer[Any]:
     return informer
 
 
+def _record_cache(client: KubeClient) -> Informer[JsonDict]:
+    """Job records and their node-table parts, cluster-wide; parts are indexed under their record's uid."""
+    return shared_informer(client, api_path("v1", "configmaps"), _same,
+                           label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY}", index_by=record_index)
+
+
 async def records(client: KubeClient) -> list[JsonDict]:
-    """Every job record of the cluster the client reaches."""
-    informer = shared_informer(client, api_path("v1", "configmaps"), _same,
-                               label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY}")
-    return list((await _synced(informer)).items())
+    """Every job record of the cluster the client reaches (not the parts that hold large node tables)."""
+    items = (await _synced(_record_cache(client))).items()
+    return [raw for raw in items if not ((raw.get("metadata") or {}).get("labels") or {}).get(RECORD_PART_LABEL)]
 
 
 def _same(obj: JsonDict) -> JsonDict:
@@ -58,7 +63,7 @@ async def node_table(client: KubeClient, raw: JsonDict) -> JsonDict | None:
     view = record_view(raw)
     if not is_sharded(view.status):
         return None
-    return merged(view.name, await read_parts(client, view.namespace, view.uid))
+    return merged(view.name, cached_parts(await _synced(_record_cache(client)), view.uid))
 
 
 async def job_pods(client: KubeClient, namespace: str, uid: str) -> list[PodInfo]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -86,3 +87,13 @@ def largest_tf_job() -> dict[str, Any]:
     return manifest
 
 
+
+
+def peak_bytes(action: Callable[[], object]) -> int:
+    """The peak of memory allocated while `action` runs (tracemalloc)."""
+    tracemalloc.start()
+    try:
+        action()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
