@@ -8,7 +8,9 @@ cluster layer never reads configuration itself. Importing this module imports no
 from __future__ import annotations
 
 import dataclasses
+import os
 import textwrap
+import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -119,8 +121,24 @@ def read_settings(conf: ConfigReader) -> Settings:
     return Settings(**values)
 
 
+ENV_PREFIX = f"AIRFLOW__{SECTION.upper()}__"
+SETTINGS_TTL_SECONDS = 10.0
+_cached: tuple[tuple[tuple[str, str], ...], float, Settings] | None = None
+
+
 def current_settings() -> Settings:
-    """This process's settings, from airflow.cfg or `AIRFLOW__AIRFLOW_BROADCAST__<OPTION>` variables."""
+    """This process's settings, from airflow.cfg or `AIRFLOW__AIRFLOW_BROADCAST__<OPTION>` variables.
+
+    Read at most every SETTINGS_TTL_SECONDS (and at once when one of those variables changes): reading
+    Airflow's configuration costs milliseconds, and a triggerer with 1,000 jobs asks for it per trigger.
+    """
+    global _cached  # noqa: PLW0603
     from airflow_broadcast.version_compat import conf
 
-    return read_settings(conf)
+    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(ENV_PREFIX)))
+    now = time.monotonic()
+    if _cached is not None and _cached[0] == env and now - _cached[1] < SETTINGS_TTL_SECONDS:
+        return _cached[2]
+    settings = read_settings(conf)
+    _cached = (env, now, settings)
+    return settings

@@ -1,9 +1,18 @@
-"""How soon a woken reconcile pass may run: proportional to what the last pass cost, never a fixed debounce."""
+"""When the next reconcile pass runs: on a change or a due timer, soon after the last one, never on a fixed debounce."""
 
 from __future__ import annotations
 
+import asyncio
+import random
+import time
+from collections.abc import Callable
+
+from airflow_broadcast.reconcilers.plan import earliest
+
 MIN_PASS_INTERVAL = 0.25  # the longest gap between passes that coalesces a burst of watch events
 MIN_PASS_GAP = 0.002  # the shortest, so that a burst of events that arrive together costs one pass
+RESYNC_JITTER = 0.2
+FULL_RESYNC_EVERY = 10  # an unconditional pass at least every 10 resyncs (5 minutes by default)
 
 
 def coalesce_gap(since_start: float, took: float) -> float:
@@ -15,3 +24,26 @@ def coalesce_gap(since_start: float, took: float) -> float:
     """
     gap = min(MIN_PASS_INTERVAL, max(MIN_PASS_GAP, took))
     return max(0.0, took + gap - since_start)
+
+
+async def wait_for_work(wake: asyncio.Event, timer_at: float | None, resync: float, broken: Callable[[], bool]) -> None:
+    """Wait until a watched object changes, the plan's timer (monotonic `timer_at`) is due, or a full resync.
+
+    A resync that finds nothing changed (no watch woke us: the caches, hence the pass, are as before)
+    skips the pass, except every FULL_RESYNC_EVERY-th one, so that 1,000 idle jobs cost nearly nothing.
+    Each resync is jittered, so that jobs started together do not all wake in the same instant.
+    """
+    for _ in range(FULL_RESYNC_EVERY):
+        left = None if timer_at is None else timer_at - time.monotonic()
+        interval = resync * random.uniform(1 - RESYNC_JITTER, 1 + RESYNC_JITTER)
+        if await wait_event(wake, earliest(left, interval)) or (left is not None and left <= interval) or broken():
+            return
+
+
+async def wait_event(event: asyncio.Event, timeout: float | None) -> bool:
+    """True when `event` was set, False when `timeout` passed first."""
+    try:
+        await asyncio.wait_for(event.wait(), timeout)
+    except TimeoutError:
+        return False
+    return True

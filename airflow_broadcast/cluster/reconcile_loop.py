@@ -27,7 +27,7 @@ from airflow_broadcast.cluster.job_records import (
 )
 from airflow_broadcast.cluster.job_warnings import JobWarning, JobWarnings, events_informer
 from airflow_broadcast.cluster.kube_client import Backoff, JsonDict, KubeClient
-from airflow_broadcast.cluster.pass_pacing import coalesce_gap
+from airflow_broadcast.cluster.pass_pacing import coalesce_gap, wait_event, wait_for_work
 from airflow_broadcast.cluster.plan_executor import ChildEventStyle, PlanExecutor
 from airflow_broadcast.cluster.record_parts import record_index
 from airflow_broadcast.reconcilers.kind import JobKind
@@ -140,17 +140,21 @@ async def run_reconcile_loop(
                             records=records)
     trouble: JobWarnings | None = None
     feed: asyncio.Task[None] | None = None
+    viewed: tuple[JsonDict, JobRecord] | None = None
     try:
         while True:
             raw = records.values.get(record_name)
             if raw is None or (raw.get("metadata") or {}).get("uid") != uid:
                 message = f"job record {namespace}/{record_name} (uid {uid}) is gone"
                 return LoopOutcome(LoopReason.GONE, None, message)
-            try:
-                check_stored_manifest(str((raw.get("data") or {}).get("manifest") or ""))
-                record = record_view(raw)
-            except (ValueError, RecursionError) as exc:  # a hand-edited record, too big or not JSON
-                return LoopOutcome(LoopReason.INVALID, None, f"job record {namespace}/{record_name}: {exc}"[:1000])
+            if viewed is None or raw is not viewed[0]:  # the cache holds the same object until the record changes
+                try:
+                    check_stored_manifest(str((raw.get("data") or {}).get("manifest") or ""))
+                    viewed = (raw, record_view(raw))
+                except (ValueError, RecursionError) as exc:  # a hand-edited record, too big or not JSON
+                    message = f"job record {namespace}/{record_name}: {exc}"[:1000]
+                    return LoopOutcome(LoopReason.INVALID, None, message)
+            record = viewed[1]
             if not job_name:
                 job_name = record.job_name
                 records.subscribe(job_name, wake)
@@ -182,11 +186,12 @@ async def run_reconcile_loop(
             failures.reset()
             if applied.conflict:
                 if not await _refresh_record(client, records, namespace, record_name):
-                    await _wait(wake, 1.0)
+                    await wait_event(wake, 1.0)
                 continue
             if applied.record is not None:
                 records.upsert(applied.record, notify=False)
                 raw, record = applied.record, record_view(applied.record)
+                viewed = (raw, record)
             took = time.monotonic() - started
             if progress is not None:
                 progress(record)
@@ -202,11 +207,11 @@ async def run_reconcile_loop(
                 return LoopOutcome(LoopReason.PENDING, record)
             if deadline is not None and now >= deadline:
                 return LoopOutcome(LoopReason.TIMEOUT, record, "the task's execution deadline passed")
-            timeout = earliest(plan.requeue_after, resync, None if deadline is None else deadline - now,
-                               None if startup.next_check is None else startup.next_check - now)
-            if applied.create_errors:
-                timeout = earliest(timeout, 2.0)  # R7: failed batches retry soon
-            await _wait(wake, timeout)
+            timer = earliest(plan.requeue_after, None if deadline is None else deadline - now,
+                             None if startup.next_check is None else startup.next_check - now,
+                             2.0 if applied.create_errors else None)  # R7: failed batches retry soon
+            await wait_for_work(wake, None if timer is None else time.monotonic() + timer, resync,
+                        lambda: _permanent_watch_error(records, watched) is not None)
             await asyncio.sleep(coalesce_gap(time.monotonic() - started, took))
     finally:
         if feed is not None:
@@ -289,10 +294,3 @@ async def _reconcile(driver: JobDriver[ObservedT], record: JobRecord, watched: W
     if size < thread_threshold:
         return driver.kind.reconcile(record, observed, now)
     return await asyncio.to_thread(driver.kind.reconcile, record, observed, now)
-
-
-async def _wait(event: asyncio.Event, timeout: float | None) -> None:
-    try:
-        await asyncio.wait_for(event.wait(), timeout)
-    except TimeoutError:
-        pass

@@ -15,8 +15,10 @@ from airflow_broadcast.reconcilers.broadcast_job.reconciler import (
 from airflow_broadcast.reconcilers.kind import Condition, JobIdentity, ParsedJob, identity, spec_section
 from airflow_broadcast.reconcilers.observed import JobRecord, NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import Plan
+from airflow_broadcast.reconcilers.spec_memo import SpecMemo
 from airflow_broadcast.specs.broadcast_job import (
     API_VERSION,
+    BroadcastJobSpec,
     broadcast_job_warnings,
     parse_broadcast_job,
     to_manifest,
@@ -94,6 +96,7 @@ class BroadcastJobKind:
     """One pod on every eligible node, as OpenKruise's BroadcastJob controller runs it."""
 
     options: BroadcastOptions = field(default_factory=BroadcastOptions)
+    specs: SpecMemo[BroadcastJobSpec] = field(default_factory=SpecMemo, compare=False, repr=False)
     name: ClassVar[Literal["BroadcastJob"]] = "BroadcastJob"
     api_version: ClassVar[str] = API_VERSION
 
@@ -111,7 +114,8 @@ class BroadcastJobKind:
         parse_broadcast_job(new, namespace=namespace)
 
     def reconcile(self, record: JobRecord, observed: BroadcastObserved, now: float) -> Plan:
-        spec = parse_broadcast_job(record.manifest, namespace=record.namespace)
+        spec = self.specs.get(record.manifest, record.namespace,
+                              lambda: parse_broadcast_job(record.manifest, namespace=record.namespace))
         return reconcile_broadcast_job(spec, record, observed.nodes, observed.pods, now, self.options, observed.parts)
 
     def is_finished(self, status: Mapping[str, Any]) -> bool:
