@@ -9,7 +9,7 @@ ownerReference (deleting the record garbage-collects the children) and the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from airflow_broadcast.reconcilers.observed import RECORD_UID_LABEL, ContainerExit, JobRecord, PodInfo, ServiceInfo
 from airflow_broadcast.reconcilers.plan import JobEvent
@@ -154,10 +154,19 @@ def build_service(spec: TFJobSpec, record: JobRecord, replica_type: str, index: 
     }
 
 
-def plan_services(spec: TFJobSpec, record: JobRecord, replica_type: str, services: Sequence[ServiceInfo]
-                  ) -> tuple[list[dict[str, Any]], list[ServiceInfo], str]:
-    """`ReconcileServices` for one type: Services to create (missing indexes below `replicas`),
-    Services past `replicas` to delete, and the error that stopped creation ("" if none)."""
+class ServicePlan(NamedTuple):
+    """`ReconcileServices` for one type: what to create and delete, and what stopped creation."""
+
+    creates: list[dict[str, Any]]
+    extra: list[ServiceInfo]  # past `replicas`: deleted
+    error: str  # what stopped creation ("" if nothing did)
+    more: bool  # missing Services left beyond `limit`, for a later pass
+
+
+def plan_services(spec: TFJobSpec, record: JobRecord, replica_type: str, services: Sequence[ServiceInfo],
+                  limit: int | None = None) -> ServicePlan:
+    """Services to create (missing indexes below `replicas`, at most `limit` of them, lowest indexes
+    first) and Services past `replicas` to delete."""
     replicas = spec.replica_specs[replica_type].replicas
     present: set[int] = set()
     extra: list[ServiceInfo] = []
@@ -168,14 +177,17 @@ def plan_services(spec: TFJobSpec, record: JobRecord, replica_type: str, service
         present.add(index)
         if index >= replicas:
             extra.append(service)
-    creates = []
+    creates: list[dict[str, Any]] = []
     for index in range(replicas):
-        if index not in present:
-            try:
-                creates.append(build_service(spec, record, replica_type, index))
-            except ValueError as exc:
-                return creates, extra, str(exc)
-    return creates, extra, ""
+        if index in present:
+            continue
+        if limit is not None and len(creates) >= limit:
+            return ServicePlan(creates, extra, "", True)
+        try:
+            creates.append(build_service(spec, record, replica_type, index))
+        except ValueError as exc:
+            return ServicePlan(creates, extra, str(exc), False)
+    return ServicePlan(creates, extra, "", False)
 
 
 # ---- reading observed pods ----------------------------------------------------------------------

@@ -84,6 +84,14 @@ class TFConfigRenderer:
         self._cluster = dict(sorted(self._cluster.items()))
         self._dense_cluster = json.dumps(self._cluster, separators=_COMPACT)
 
+    def size_bound(self) -> int:
+        """About the longest TF_CONFIG this renderer writes, in characters (0 when not distributed)."""
+        if not self.distributed:
+            return 0
+        if not self.sparse:
+            return len(self._dense_cluster) + 64
+        return len(json.dumps(self._cluster.get(PS.lower()), separators=_COMPACT)) + 256
+
     def render(self, replica_type: str, index: int) -> str | None:
         """TF_CONFIG of replica (`replica_type`, `index`), or None when the job is not distributed."""
         if not self.distributed:

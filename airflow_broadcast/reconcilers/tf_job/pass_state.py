@@ -29,6 +29,13 @@ from airflow_broadcast.specs.tf_job.spec import CLEAN_POD_NONE, CLEAN_POD_RUNNIN
 from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
 
 LAST_RECONCILE_REFRESH = 60.0  # L4: how often a pass waiting for Volcano refreshes lastReconcileTime
+# Creates one pass may build: four slow-start windows of the executor's 64 in flight, about half a second of
+# the client's 500 QPS, so a 1,005-pod job takes four back-to-back passes and never holds every manifest at once.
+CREATE_BATCH = 256
+# Every pod's TF_CONFIG lists every replica: past ~3,000 replicas the batch shrinks so that the TF_CONFIG
+# strings one pass builds stay under this many characters (but the batch never drops below MIN_CREATE_BATCH).
+TF_CONFIG_BUDGET = 16 * 1024 * 1024
+MIN_CREATE_BATCH = 32
 
 
 class PassState:
@@ -58,6 +65,9 @@ class PassState:
         self.pod_group = own_pod_group(pod_groups, spec, record) if self.gang is not None else None
         self.priorities: Mapping[str, int] = priorities or {}
         self.object_creates: list[dict[str, Any]] = []
+        self.service_room = CREATE_BATCH
+        self._pod_room: int | None = None
+        self.more_creates = False  # children left for the next pass, which is asked for at once
 
     # ---- helpers -------------------------------------------------------------------------------
     def _event(self, kind: str, reason: str, message: str) -> None:
@@ -112,6 +122,17 @@ class PassState:
                                               exclude_evaluator=self.options.exclude_evaluator_from_cluster,
                                               sparse_ps_empty_list=self.options.sparse_ps_empty_list)
         return self._renderer
+
+    def _take_pod_room(self) -> bool:
+        """Room for one more pod manifest in this pass; when there is none, the next pass builds it."""
+        if self._pod_room is None:
+            size = self._renderer_for_pass().size_bound()
+            self._pod_room = min(CREATE_BATCH, max(MIN_CREATE_BATCH, TF_CONFIG_BUDGET // max(size, 1)))
+        if self._pod_room <= 0:
+            self.more_creates = True
+            return False
+        self._pod_room -= 1
+        return True
 
     # ---- gang scheduling (L1-L7) ----------------------------------------------------------------
     def _sync_pod_group(self) -> bool:

@@ -36,7 +36,9 @@ restart (Restarting), a Never replica's a failure; a terminating pod created bef
 current `startTime` is a leftover of a suspended run and waits; suspend and the All
 policy also delete services whose pod is gone; the pass that finishes the job creates
 nothing and applies cleanPodPolicy at once; no pass deletes the job: the TTL is an
-expiry stamped on the record with the terminal status (see `expiry.py`). The replica
+expiry stamped on the record with the terminal status (see `expiry.py`); a pass builds at
+most a batch of missing pods and Services (upstream order, see `pass_state.py`) and asks
+for the next pass at once, so a large job never holds every pod's TF_CONFIG in memory. The replica
 part of a pass is in `replicas.py`. Inputs it relies on: `PodInfo.restarts`
 sums init and regular container restarts, `created_at` is the creation time, and for a
 Failed pod `waiting_reason`/`pending_message` carry the pod's status.reason/message.
@@ -164,13 +166,15 @@ class _Pass(ReplicaPass):
         if st.is_finished(self.status):
             self._finish_now()
         else:
-            self.requeue = earliest(self.requeue, st.deadline_left(self.spec, self.status, self.now))
+            self.requeue = earliest(self.requeue, st.deadline_left(self.spec, self.status, self.now),
+                                    0.0 if self.more_creates else None)
 
     def _finish_now(self) -> None:
         """The job finished in this pass: create nothing more, and clean up now rather than next pass."""
         self.pod_creates.clear()
         self.service_creates.clear()
         self.object_creates.clear()
+        self.more_creates = False
         self.events = [e for e in self.events if e.reason not in _CREATE_WARNINGS]
         self._finished()
 

@@ -2,8 +2,9 @@
 
 Per index below `replicas`: create the missing pod and Service, restart or fail a Failed pod
 by its restart policy, scale down what is past `replicas`, count active/succeeded/failed,
-and note pods that look stuck (`podWarnings`). Creates go into the plan; their events come
-from the executor, once it knows each create's outcome.
+and note pods that look stuck (`podWarnings`). Creates go into the plan, at most a batch of
+them per pass (the rest in the next); their events come from the executor, once it knows
+each create's outcome.
 """
 
 from __future__ import annotations
@@ -62,8 +63,7 @@ class ReplicaPass(PassState):
                 if index in recorded:
                     succeeded += 1
                     self.worker0_completed |= replica_type == WORKER and index == 0
-                else:
-                    self._create_pod(replica_type, index)
+                elif self._create_pod(replica_type, index):
                     created += 1
                 continue
             if len(group) > 1:
@@ -134,20 +134,26 @@ class ReplicaPass(PassState):
             self._event("Warning", st.REASON_RESTARTING, message)
         self._set(st.RESTARTING, st.TRUE, st.REASON_RESTARTING, message)
 
-    def _create_pod(self, replica_type: str, index: int) -> None:
+    def _create_pod(self, replica_type: str, index: int) -> bool:
+        """Build the missing pod if this pass has room for it (False: a later pass will)."""
+        if not self._take_pod_room():
+            return False
         manifest = build_pod(self.spec, self.record, replica_type, index, renderer=self._renderer_for_pass())
         if self.gang is not None:
             decorate_pod(manifest, self.spec, replica_type, self.gang)
         self.pod_creates.append(manifest)
+        return True
 
     def _reconcile_services(self, replica_type: str) -> None:
         """`ReconcileServices` (§2.6): one headless Service per index below `replicas`."""
-        creates, extra, error = plan_services(self.spec, self.record, replica_type, self.services)
-        for service in extra:
+        planned = plan_services(self.spec, self.record, replica_type, self.services, limit=self.service_room)
+        for service in planned.extra:
             self._delete(service, "scale down")
-        self.service_creates.extend(creates)
-        if error:
-            self._event("Warning", "FailedCreateService", f"Error creating: {error}")
+        self.more_creates |= planned.more
+        self.service_room -= len(planned.creates)
+        self.service_creates.extend(planned.creates)
+        if planned.error:
+            self._event("Warning", "FailedCreateService", f"Error creating: {planned.error}")
 
     def _record_warnings(self) -> None:
         """`podWarnings` + a Warning event per new or changed message (E14)."""
