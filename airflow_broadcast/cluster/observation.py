@@ -64,12 +64,23 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         deleting=bool(meta.get("deletionTimestamp")),
         restart_policy=str(spec.get("restartPolicy", "Always")),
         restarts=sum(int(cs.get("restartCount", 0) or 0) for cs in statuses),
-        spec=spec,
+        spec=_without_env(spec),
         exits=tuple(exits),
         waiting_reason=waiting,
         pending_message=pending,
         created_at=from_rfc3339(meta.get("creationTimestamp")) or 0.0,
     )
+
+
+def _without_env(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod spec without its containers' env: placement never reads it, and a TFJob pod's TF_CONFIG
+    lists every replica, so a cache of N such pods would hold N² bytes."""
+    slim = dict(spec)
+    for key in ("initContainers", "containers"):
+        if isinstance(spec.get(key), list):
+            slim[key] = [{k: v for k, v in c.items() if k != "env"} if isinstance(c, Mapping) else c
+                         for c in spec[key]]
+    return slim
 
 
 def service_info(svc: Mapping[str, Any]) -> ServiceInfo:

@@ -38,6 +38,7 @@ from airflow_broadcast.specs.manifest_limits import check_stored_manifest
 
 log = logging.getLogger(__name__)
 RESYNC_SECONDS = 30.0
+CREATE_RETRY_SECONDS = 2.0
 THREAD_THRESHOLD = 200
 ObservedT = TypeVar("ObservedT")
 
@@ -207,9 +208,11 @@ async def run_reconcile_loop(
                 return LoopOutcome(LoopReason.PENDING, record)
             if deadline is not None and now >= deadline:
                 return LoopOutcome(LoopReason.TIMEOUT, record, "the task's execution deadline passed")
-            timer = earliest(plan.requeue_after, None if deadline is None else deadline - now,
-                             None if startup.next_check is None else startup.next_check - now,
-                             2.0 if applied.create_errors else None)  # R7: failed batches retry soon
+            requeue = plan.requeue_after
+            if applied.create_errors:  # R7: failed batches retry soon, but not back to back
+                requeue = max(requeue or 0.0, CREATE_RETRY_SECONDS)
+            timer = earliest(requeue, None if deadline is None else deadline - now,
+                             None if startup.next_check is None else startup.next_check - now)
             await wait_for_work(wake, None if timer is None else time.monotonic() + timer, resync,
                         lambda: _permanent_watch_error(records, watched) is not None)
             await asyncio.sleep(coalesce_gap(time.monotonic() - started, took))

@@ -7,7 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_broadcast.reconcilers.broadcast_job.memo import IdentityMemo
-from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import check_node_fitness, compile_fitness
+from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import (
+    FitnessCheck,
+    check_node_fitness,
+    compile_fitness,
+)
 from airflow_broadcast.reconcilers.broadcast_job.pods import (
     UNSCHEDULABLE_REASON,
     attempt_of,
@@ -19,6 +23,13 @@ from airflow_broadcast.reconcilers.plan import JobEvent
 
 _pod_fits: IdentityMemo[PodInfo, NodeInfo, str | None] = IdentityMemo()
 _results: IdentityMemo[PodInfo, None, dict[str, Any]] = IdentityMemo()
+
+
+_template_checks: IdentityMemo[Mapping[str, Any], None, FitnessCheck] = IdentityMemo()
+
+
+def _compile_template(template: Mapping[str, Any], _: None) -> FitnessCheck:
+    return compile_fitness(template.get("spec") or {}, template=True)
 
 
 def _fitness(pod: PodInfo, node: NodeInfo) -> str | None:
@@ -43,7 +54,7 @@ class Placement:
 def place(template: Mapping[str, Any], nodes: Sequence[NodeInfo], node_to_pod: Mapping[str, PodInfo]) -> Placement:
     """getNodesToRunPod (§3.6), over nodes sorted by name so creation order is stable (R16)."""
     placement = Placement()
-    template_fits = compile_fitness(template.get("spec") or {}, template=True)
+    template_fits = _template_checks(str(id(template)), template, None, _compile_template)
     for node in sorted(nodes, key=lambda n: n.name):
         pod = node_to_pod.get(node.name)
         if pod is not None:

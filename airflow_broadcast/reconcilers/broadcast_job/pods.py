@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_broadcast.reconcilers.json_copy import clone
 from airflow_broadcast.reconcilers.observed import RECORD_UID_LABEL, JobRecord, PodInfo
 from airflow_broadcast.reconcilers.plan import JobEvent
 from airflow_broadcast.specs.broadcast_job.spec import JOB_NAME_LABEL, JOB_UID_LABEL
@@ -142,7 +142,7 @@ def build_pod(job_name: str, namespace: str, template: Mapping[str, Any], record
     }
     if meta.get("finalizers"):
         metadata["finalizers"] = list(meta["finalizers"])
-    spec = copy.deepcopy(dict(template.get("spec") or {}))
+    spec = clone(template.get("spec") or {})
     pin_to_node(spec, node_name, by_scheduler)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 

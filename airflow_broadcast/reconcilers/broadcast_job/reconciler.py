@@ -7,7 +7,6 @@ Pure: the caller passes the spec, the job record, every node, the job's pods and
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +22,7 @@ from airflow_broadcast.reconcilers.broadcast_job.pods import (
     map_pods_to_nodes,
 )
 from airflow_broadcast.reconcilers.expiry import expiry_change
+from airflow_broadcast.reconcilers.json_copy import clone
 from airflow_broadcast.reconcilers.observed import JobRecord, NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan, earliest
 from airflow_broadcast.specs.broadcast_job.spec import BroadcastJobSpec
@@ -81,7 +81,7 @@ class _Pass:
         self.desired: Mapping[str, PodInfo | None] = {}
         owner_kind = str(record.owner_reference.get("kind") or "") or None
         self.pods = [p for p in pods if is_owned(p, spec.name, record.uid, owner_kind)]
-        self.status: dict[str, Any] = copy.deepcopy(dict(record.status))
+        self.status: dict[str, Any] = clone(record.status)
         self.events: list[JobEvent] = []
         self.deletes: list[DeleteChild] = []
         self.creates: list[dict[str, Any]] = []

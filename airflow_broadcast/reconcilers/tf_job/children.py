@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from airflow_broadcast.reconcilers.json_copy import clone
 from airflow_broadcast.reconcilers.observed import RECORD_UID_LABEL, ContainerExit, JobRecord, PodInfo, ServiceInfo
 from airflow_broadcast.reconcilers.plan import JobEvent
 from airflow_broadcast.reconcilers.tf_job.cluster_config import TFConfigRenderer
@@ -91,15 +92,6 @@ def tensorflow_container(template: Mapping[str, Any]) -> Mapping[str, Any] | Non
         if container.get("name") == CONTAINER_NAME:
             return container  # type: ignore[no-any-return]
     return None
-
-
-def clone(value: Any) -> Any:
-    """Deep copy of JSON-shaped data (dicts, lists, scalars); much faster than copy.deepcopy."""
-    if isinstance(value, Mapping):
-        return {k: clone(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [clone(v) for v in value]
-    return value
 
 
 def build_pod(spec: TFJobSpec, record: JobRecord, replica_type: str, index: int, *,

@@ -12,10 +12,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_broadcast.reconcilers.expiry import expiry_change
+from airflow_broadcast.reconcilers.json_copy import clone
 from airflow_broadcast.reconcilers.observed import JobRecord, PodGroupInfo, PodInfo, ServiceInfo
 from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent
 from airflow_broadcast.reconcilers.tf_job import status as st
-from airflow_broadcast.reconcilers.tf_job.children import by_replica_type, clone
+from airflow_broadcast.reconcilers.tf_job.children import by_replica_type
 from airflow_broadcast.reconcilers.tf_job.cluster_config import TFConfigRenderer
 from airflow_broadcast.reconcilers.tf_job.gang_scheduling import (
     TERMINATED_MESSAGE,
