@@ -123,7 +123,8 @@ def read_settings(conf: ConfigReader) -> Settings:
 
 ENV_PREFIX = f"AIRFLOW__{SECTION.upper()}__"
 SETTINGS_TTL_SECONDS = 10.0
-_cached: tuple[tuple[tuple[str, str], ...], float, Settings] | None = None
+_ENV_NAMES = tuple(f"{ENV_PREFIX}{f.name.upper()}" for f in dataclasses.fields(Settings))
+_cached: tuple[tuple[str, ...], float, Settings] | None = None
 
 
 def current_settings() -> Settings:
@@ -135,7 +136,7 @@ def current_settings() -> Settings:
     global _cached  # noqa: PLW0603
     from airflow_broadcast.version_compat import conf
 
-    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(ENV_PREFIX)))
+    env = tuple(os.environ.get(name, "") for name in _ENV_NAMES)
     now = time.monotonic()
     if _cached is not None and _cached[0] == env and now - _cached[1] < SETTINGS_TTL_SECONDS:
         return _cached[2]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+import weakref
 from collections.abc import Callable
 
 from airflow_broadcast.reconcilers.plan import earliest
@@ -47,3 +48,20 @@ async def wait_event(event: asyncio.Event, timeout: float | None) -> bool:
     except TimeoutError:
         return False
     return True
+
+
+_turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def pass_turn() -> asyncio.Lock:
+    """The running loop's turn for an inline pass: one at a time, each in its own loop iteration.
+
+    An inline pass is one synchronous step of a few milliseconds. Fifty triggers that start in
+    the same second would otherwise all be ready in one iteration and hold the loop for their
+    sum; taking turns costs no throughput (one thread runs them anyway) and bounds the lag.
+    """
+    loop = asyncio.get_running_loop()
+    turn = _turns.get(loop)
+    if turn is None:
+        turn = _turns[loop] = asyncio.Lock()
+    return turn

@@ -27,7 +27,7 @@ from airflow_broadcast.cluster.job_records import (
 )
 from airflow_broadcast.cluster.job_warnings import JobWarning, JobWarnings, events_informer
 from airflow_broadcast.cluster.kube_client import Backoff, JsonDict, KubeClient
-from airflow_broadcast.cluster.pass_pacing import coalesce_gap, wait_event, wait_for_work
+from airflow_broadcast.cluster.pass_pacing import coalesce_gap, pass_turn, wait_event, wait_for_work
 from airflow_broadcast.cluster.plan_executor import ChildEventStyle, PlanExecutor
 from airflow_broadcast.cluster.record_parts import record_index
 from airflow_broadcast.reconcilers.kind import JobKind
@@ -291,9 +291,9 @@ def _permanent_watch_error(*informers: Any) -> ClusterApiError | None:
 async def _reconcile(driver: JobDriver[ObservedT], record: JobRecord, watched: WatchSet,
                      thread_threshold: int = THREAD_THRESHOLD) -> Plan:
     """Run the pure pass on a snapshot of the caches; large jobs run it in a worker thread so the loop keeps ticking."""
-    observed = driver.observe(watched, record.uid)
-    now = time.time()
     size = len(watched.children.items(record.uid)) + (len(watched.nodes.values) if watched.nodes else 0)
     if size < thread_threshold:
-        return driver.kind.reconcile(record, observed, now)
-    return await asyncio.to_thread(driver.kind.reconcile, record, observed, now)
+        async with pass_turn():
+            return driver.kind.reconcile(record, driver.observe(watched, record.uid), time.time())
+    observed = driver.observe(watched, record.uid)
+    return await asyncio.to_thread(driver.kind.reconcile, record, observed, time.time())

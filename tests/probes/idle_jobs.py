@@ -86,6 +86,50 @@ def _requests() -> int:
     return sum(c.requests_sent for clients in _clients.values() for c in clients.values())
 
 
+SLOW: list[tuple[float, str]] = []
+SAMPLES: dict[str, int] = {}
+_running: list[float] = [0.0]
+
+
+def _trace_slow_steps(threshold: float = 0.05) -> None:
+    """Sample the loop thread's stack while one callback has run longer than `threshold`."""
+    import collections
+    import threading
+    import traceback
+
+    original = asyncio.events.Handle._run
+    main = threading.get_ident()
+
+    def timed(handle: Any) -> None:
+        _running[0] = time.perf_counter()
+        try:
+            original(handle)
+        finally:
+            _running[0] = 0.0
+
+    def sampler() -> None:
+        counts: collections.Counter[str] = collections.Counter()
+        while True:
+            time.sleep(0.005)
+            began = _running[0]
+            if not began or time.perf_counter() - began < threshold:
+                continue
+            frame = sys._current_frames().get(main)
+            if frame is None:
+                continue
+            stack = [f"{f.filename.rsplit('/', 2)[-2]}/{f.filename.rsplit('/', 1)[-1]}:{f.lineno}:{f.name}"
+                     for f in traceback.extract_stack(frame)]
+            ours = [x for x in stack if "airflow_broadcast" in x or "cluster/" in x or "reconcilers/" in x
+                    or "specs/" in x or "triggers/" in x]
+            key = " > ".join((ours[-3:] if ours else []) + stack[-2:])
+            counts[key] += 1
+            SAMPLES.clear()
+            SAMPLES.update(counts)
+
+    asyncio.events.Handle._run = timed  # type: ignore[method-assign]
+    threading.Thread(target=sampler, daemon=True).start()
+
+
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 300
     window = float(sys.argv[2]) if len(sys.argv) > 2 else 40.0
@@ -93,6 +137,8 @@ def main() -> None:
     os.environ.setdefault("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(
         {"conn_type": "kubernetes", "extra": {"kube_config_path": kubeconfig}}))
     label = uuid.uuid4().hex[:6]
+    if os.environ.get("PROBE_TRACE"):
+        _trace_slow_steps()
     core = core_api(kubeconfig)
     namespace = new_namespace(core, "probe-idle")
     try:
@@ -102,6 +148,8 @@ def main() -> None:
     finally:
         core.delete_namespace(namespace)
     print(json.dumps(result, indent=1))
+    for key, count in sorted(SAMPLES.items(), key=lambda kv: -kv[1])[:40]:
+        print(count, key)
 
 
 if __name__ == "__main__":
