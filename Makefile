@@ -124,5 +124,7 @@ upstream: go-toolchain
 cluster-upstream: install etcd binaries upstream
 	@$(PY) -m devcluster up --nodes $(NODES) --upstream
 
+# The whole corpus rewrites docs/conformance/differential.md; a subset (PYTEST_ARGS) only prints its differences.
 differential: install etcd binaries upstream
-	$(VENV)/bin/pytest -m differential -p no:cacheprovider tests/differential $(PYTEST_ARGS)
+	DIFFERENTIAL_REPORT=$(if $(strip $(PYTEST_ARGS)),,docs/conformance/differential.md) \
+		$(VENV)/bin/pytest -m differential -p no:cacheprovider tests/differential $(PYTEST_ARGS)

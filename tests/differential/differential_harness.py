@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ TF_TYPE = "training.kubeflow.org/replica-type"
 TF_INDEX = "training.kubeflow.org/replica-index"
 # Labels that carry a uid or a hash, or that only one engine's bookkeeping sets, by design.
 VOLATILE_LABELS = {"controller-uid", "pod-template-hash", "apps.kruise.io/controller-revision-hash",
-                   "airflow-broadcast.io/job-uid"}
+                   "airflow-broadcast.io/job-uid", "broadcastjob-controller-uid"}
 # The object that owns the children: the custom resource upstream, the job record ConfigMap here.
 JOB_OWNERS = {"ConfigMap", "BroadcastJob", "TFJob"}
 COUNTERS = {"BroadcastJob": ("phase", "desired", "active", "succeeded", "failed")}
@@ -45,7 +46,7 @@ def _plain(obj: Any) -> Any:
 def _scrub(value: Any, namespace: str, job: str) -> Any:
     """Replace the namespace (in DNS names, TF_CONFIG, ...) so both runs compare equal where they agree."""
     text = json.dumps(value, sort_keys=True).replace(f".{namespace}.", ".<ns>.").replace(f'"{namespace}"', '"<ns>"')
-    return json.loads(text.replace(job, "<job>"))
+    return json.loads(re.sub(rf"(?<![\w-]){re.escape(job)}(?=[-.\"])", "<job>", text))
 
 
 def pod_key(kind: str, pod: Mapping[str, Any]) -> str:
@@ -102,6 +103,8 @@ def normalise_status(kind: str, status: Mapping[str, Any]) -> dict[str, Any]:
         out["replicaStatuses"] = {rtype: {k: v for k, v in counts.items() if k in ("active", "succeeded", "failed")}
                                   for rtype, counts in (status.get("replicaStatuses") or {}).items()}
     out["conditions"] = [(c.get("type"), c.get("status"), c.get("reason")) for c in status.get("conditions") or []]
+    if status.get("_unfinished"):
+        out["unfinished"] = True
     return out
 
 
@@ -144,22 +147,35 @@ def finished(kind: str, status: Mapping[str, Any]) -> bool:
 
 
 def run_upstream(api: client.ApiClient, kind: str, namespace: str, manifest: Mapping[str, Any],
-                 timeout: float = 60.0) -> dict[str, Any]:
-    """Create the custom resource and wait until its controller reports it finished; returns its status."""
+                 timeout: float = 60.0, quiet: float = 2.0) -> dict[str, Any]:
+    """Create the custom resource, wait until its controller reports it finished and then until its status and
+    pods have not changed for `quiet` seconds (its cleanup and last counts land after the condition); returns
+    the status, with `_unfinished: True` when it did not finish within `timeout` seconds."""
     group, version, plural = GROUPS[kind]
     custom = client.CustomObjectsApi(api)
+    core = client.CoreV1Api(api)
     body = copy.deepcopy(dict(manifest))
     body["metadata"] = {**body["metadata"], "namespace": namespace}
     custom.create_namespaced_custom_object(group, version, namespace, plural, body)
     name = body["metadata"]["name"]
     deadline = time.monotonic() + timeout
-    status: dict[str, Any] = {}
-    while time.monotonic() < deadline:
+    last: tuple[str, ...] = ()
+    quiet_since = 0.0
+    while True:
         status = custom.get_namespaced_custom_object(group, version, namespace, plural, name).get("status") or {}
-        if finished(kind, status):
-            return status
+        now = time.monotonic()
+        if not finished(kind, status):
+            if now > deadline:
+                return {**status, "_unfinished": True}
+        else:
+            pods = core.list_namespaced_pod(namespace).items
+            seen = (json.dumps(normalise_status(kind, status), sort_keys=True),
+                    *sorted(f"{p.metadata.name}:{p.status.phase}:{p.metadata.deletion_timestamp}" for p in pods))
+            if seen != last:
+                last, quiet_since = seen, now
+            elif now - quiet_since >= quiet:
+                return status
         time.sleep(0.3)
-    raise AssertionError(f"upstream {kind} {namespace}/{name} did not finish in {timeout} s; last status {status}")
 
 
 def run_ours(engine: Any, kind: str, manifest: Mapping[str, Any], timeout: float = 60.0) -> dict[str, Any]:
@@ -167,4 +183,21 @@ def run_ours(engine: Any, kind: str, manifest: Mapping[str, Any], timeout: float
     submission = engine.submit(manifest)
     outcome = engine.drive(submission, kind, timeout=timeout)
     assert outcome.reason == "finished", outcome
+    settle_pods(engine.core, engine.namespace)
     return dict(engine.status(kind, manifest["metadata"]["name"]))
+
+
+def settle_pods(core: client.CoreV1Api, namespace: str, quiet: float = 2.0, timeout: float = 20.0) -> None:
+    """Wait until the namespace's pods have not changed phase for `quiet` seconds (scripted pods that outlive
+    the job's end finish on their own, under either engine)."""
+    deadline = time.monotonic() + timeout
+    last: list[str] = []
+    since = time.monotonic()
+    while time.monotonic() < deadline:
+        seen = sorted(f"{p.metadata.name}:{p.status.phase}:{p.metadata.deletion_timestamp}"
+                      for p in core.list_namespaced_pod(namespace).items)
+        if seen != last:
+            last, since = seen, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+        time.sleep(0.3)

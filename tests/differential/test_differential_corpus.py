@@ -1,0 +1,64 @@
+"""Every corpus case through the real controller and through our engine: each difference must be explained.
+
+With DIFFERENTIAL_REPORT set (as `make differential` does), the session writes that page from the results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from corpus import CASES, TAINT, Case
+from differential_harness import compare, run_ours, run_upstream, snapshot
+from differential_report import Result, write
+from kubernetes import client
+
+pytestmark = [pytest.mark.cluster, pytest.mark.differential]
+
+
+@pytest.fixture(scope="session")
+def results() -> Iterator[list[Result]]:
+    collected: list[Result] = []
+    yield collected
+    target = os.environ.get("DIFFERENTIAL_REPORT")
+    if target and collected:
+        write(Path(target), collected)
+
+
+def explain(case: Case, differences: list[str]) -> Result:
+    result = Result(case.id, case.kind, case.source)
+    for line in differences:
+        why = next((reason for pattern, reason in case.explained.items() if re.search(pattern, line)), None)
+        if why is None:
+            result.unexplained.append(line)
+        else:
+            result.explained[line] = why
+    return result
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_D_corpus_case_differs_only_where_explained(
+        case: Case, api_client: client.ApiClient, core_api: client.CoreV1Api, node_factory: Any,
+        upstream_namespace: str, namespace: str, engine: Any, results: list[Result]) -> None:
+    pool = upstream_namespace
+    nodes = node_factory(case.nodes, labels={"pool": pool}) if case.nodes else []
+    if case.tainted:
+        node_factory(case.tainted, labels={"pool": pool}, taints=[TAINT])
+    manifest = case.build(pool, nodes)
+    name = manifest["metadata"]["name"]
+
+    theirs = run_upstream(api_client, case.kind, upstream_namespace, manifest, timeout=case.upstream_timeout)
+    ours = run_ours(engine, case.kind, manifest)
+
+    mine = snapshot(core_api, case.kind, namespace, name, ours)
+    result = explain(case, compare(mine, snapshot(core_api, case.kind, upstream_namespace, name, theirs)))
+    result.final = json.dumps(mine.status, separators=(",", ":"))
+    results.append(result)
+    for line in [*result.explained, *result.unexplained]:
+        print(f"{case.id}: {line}")
+    assert result.unexplained == []
