@@ -8,8 +8,11 @@ an intended fix of this provider (Δ) or a documented deviation. Anything else f
 from __future__ import annotations
 
 import copy
+import math
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 SIM = "sim.airflow-broadcast.io"
@@ -19,6 +22,14 @@ TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 Q1_DEADLINE = ("Δ Q1 (training-operator #3358, intended fix): upstream checks activeDeadlineSeconds only when some "
                "other event makes it reconcile, so a job whose pods just run is never failed; ours wakes up at the "
                "deadline, fails the job (TFJobFailed) and cleans up per cleanPodPolicy")
+Q5_BACKOFF_CLEANUP = ("Q5 (training-operator #3419, follows v1.9.4 by design): v1.9.0 deletes every pod and service of "
+                      "a job failed by backoffLimit, ignoring cleanPodPolicy (None here); ours applies cleanPodPolicy "
+                      "as v1.9.4 does, so the failed job's pod and service stay")
+
+
+def fail_until(seconds: float) -> str:
+    """An RFC 3339 UTC time `seconds` from now: pods created before it fail, later ones succeed."""
+    return datetime.fromtimestamp(math.ceil(time.time() + seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def outcome(result: str | None = "Succeeded", after: str = "1s", **extra: str) -> dict[str, str]:
@@ -35,7 +46,7 @@ class Case:
     kind: str
     build: Callable[[str, list[str]], dict[str, Any]]
     nodes: int = 3
-    tainted: int = 0
+    extra_nodes: tuple[tuple[int, Mapping[str, Any]], ...] = ()  # (count, node_factory options) in the pool
     explained: Mapping[str, str] = field(default_factory=dict)
     source: str = "corpus"
     upstream_timeout: float = 60.0
@@ -58,6 +69,12 @@ def templated(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+def requests(body: dict[str, Any]) -> dict[str, Any]:
+    """Resource requests that only the default-sized nodes satisfy."""
+    body["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "2", "memory": "2Gi"}}
+    return body
+
+
 def kruise_sample(name: str, pool: str, notes: Mapping[str, str], completion: Mapping[str, Any]) -> dict[str, Any]:
     """Kruise's config/samples BroadcastJob (v1beta1), with a node selector and a scripted outcome added."""
     body = {"apiVersion": BCJ, "kind": "BroadcastJob", "metadata": {"name": name},
@@ -77,7 +94,7 @@ BROADCAST_CASES = [
     Case("bcj-parallelism-1", "BroadcastJob",
          lambda pool, nodes: bcj("dj-par1", pool, notes=outcome(after="0s"), parallelism=1)),
     Case("bcj-ineligible-taint", "BroadcastJob", lambda pool, nodes: bcj("dj-taint", pool, notes=outcome()),
-         tainted=1),
+         extra_nodes=((1, {"taints": [TAINT]}),)),
     Case("bcj-fail-continue", "BroadcastJob",
          lambda pool, nodes: bcj("dj-continue", pool, notes=outcome(fail_nodes=nodes[0]),
                                  failurePolicy={"type": "Continue"})),
@@ -94,6 +111,18 @@ BROADCAST_CASES = [
                                  failurePolicy={"type": "Continue"})),
     Case("bcj-template-labels-env", "BroadcastJob",
          lambda pool, nodes: templated(bcj("dj-labels", pool, notes=outcome()))),
+    Case("bcj-ineligible-cordoned", "BroadcastJob", lambda pool, nodes: bcj("dj-cordon", pool, notes=outcome()),
+         extra_nodes=((1, {"unschedulable": True}),)),
+    Case("bcj-ineligible-too-small", "BroadcastJob",
+         lambda pool, nodes: requests(bcj("dj-small", pool, notes=outcome())),
+         extra_nodes=((1, {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "110"}}),)),
+    Case("bcj-restart-limit", "BroadcastJob",
+         lambda pool, nodes: bcj("dj-restarts", pool, notes=outcome(result=None, restarts="3"), policy="OnFailure",
+                                 failurePolicy={"type": "FailFast", "restartLimit": 1}),
+         nodes=1),  # one pod: with more, which pods are over the limit when the job fails is a race (F5, F7)
+    Case("bcj-fail-then-succeed-never", "BroadcastJob",
+         lambda pool, nodes: bcj("dj-failuntil", pool, notes=outcome(fail_until=fail_until(2)),
+                                 failurePolicy={"type": "Continue"})),
     Case("bcj-kruise-sample-ttl", "BroadcastJob",
          lambda pool, nodes: kruise_sample("broadcastjob-ttl", pool, outcome(),
                                            {"type": "Always", "ttlSecondsAfterFinished": 200}),
@@ -157,11 +186,25 @@ TF_CASES = [
                                                     "Evaluator": replica(1, outcome(result=None)),
                                                     "Worker": replica(1, outcome())}, cleanPodPolicy="Running"),
          nodes=0),
+    Case("tf-master-worker", "TFJob",
+         lambda pool, nodes: tfjob("dj-master", {"Master": replica(1, outcome(after="2s")),
+                                                 "Worker": replica(2, outcome())}), nodes=0),
+    Case("tf-ps-workers", "TFJob",
+         lambda pool, nodes: tfjob("dj-psworkers", {"PS": replica(2, outcome(result=None)),
+                                                    "Worker": replica(2, outcome())}, cleanPodPolicy="Running"),
+         nodes=0),
+    Case("tf-always", "TFJob",
+         lambda pool, nodes: tfjob("dj-always", {"Worker": replica(1, outcome(), policy="Always")}), nodes=0),
+    Case("tf-exitcode-retryable", "TFJob",
+         lambda pool, nodes: tfjob("dj-retry", {"Worker": replica(
+             1, outcome(exit_code="137", fail_until=fail_until(2)), policy="ExitCode")}), nodes=0),
+    Case("tf-backoff-onfailure", "TFJob",
+         lambda pool, nodes: tfjob("dj-backoff", {"Worker": replica(1, outcome(result=None, restarts="3"),
+                                                                   policy="OnFailure")}, backoffLimit=1), nodes=0,
+         explained={r"^(pods|services)\.": Q5_BACKOFF_CLEANUP, r"^events:": Q5_BACKOFF_CLEANUP}),
     Case("tf-sample-simple", "TFJob",
          lambda pool, nodes: tfjob("tfjob-simple", {"Worker": replica(2, outcome(), policy="OnFailure", port=False)}),
          nodes=0, source="training-operator examples/tensorflow/simple.yaml (command dropped, outcome scripted)"),
 ]
 
 CASES = BROADCAST_CASES + TF_CASES
-SMOKE = ["bcj-all-succeed", "bcj-fail-continue", "bcj-kruise-sample-ttl",
-         "tf-chief-ps-workers-clean-running", "tf-worker-fails-never", "tf-sample-simple"]

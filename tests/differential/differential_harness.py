@@ -146,18 +146,23 @@ def finished(kind: str, status: Mapping[str, Any]) -> bool:
     return bool(conditions & {"Succeeded", "Failed"})
 
 
-def run_upstream(api: client.ApiClient, kind: str, namespace: str, manifest: Mapping[str, Any],
-                 timeout: float = 60.0, quiet: float = 2.0) -> dict[str, Any]:
-    """Create the custom resource, wait until its controller reports it finished and then until its status and
-    pods have not changed for `quiet` seconds (its cleanup and last counts land after the condition); returns
-    the status, with `_unfinished: True` when it did not finish within `timeout` seconds."""
+def create_upstream(api: client.ApiClient, kind: str, namespace: str, manifest: Mapping[str, Any]) -> str:
+    """Create the custom resource for the real controller; returns its name."""
+    group, version, plural = GROUPS[kind]
+    body = copy.deepcopy(dict(manifest))
+    body["metadata"] = {**body["metadata"], "namespace": namespace}
+    client.CustomObjectsApi(api).create_namespaced_custom_object(group, version, namespace, plural, body)
+    return str(body["metadata"]["name"])
+
+
+def wait_upstream(api: client.ApiClient, kind: str, namespace: str, name: str, timeout: float = 60.0,
+                  quiet: float = 2.0) -> dict[str, Any]:
+    """Wait until the controller reports the job finished and then until its status and pods have not changed
+    for `quiet` seconds (its cleanup and last counts land after the condition); returns the status, with
+    `_unfinished: True` when it did not finish within `timeout` seconds."""
     group, version, plural = GROUPS[kind]
     custom = client.CustomObjectsApi(api)
     core = client.CoreV1Api(api)
-    body = copy.deepcopy(dict(manifest))
-    body["metadata"] = {**body["metadata"], "namespace": namespace}
-    custom.create_namespaced_custom_object(group, version, namespace, plural, body)
-    name = body["metadata"]["name"]
     deadline = time.monotonic() + timeout
     last: tuple[str, ...] = ()
     quiet_since = 0.0

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus import CASES, TAINT, Case
-from differential_harness import compare, run_ours, run_upstream, snapshot
+from corpus import CASES, Case
+from differential_harness import compare, create_upstream, run_ours, snapshot, wait_upstream
 from differential_report import Result, write
 from kubernetes import client
 
@@ -47,13 +47,14 @@ def test_D_corpus_case_differs_only_where_explained(
         upstream_namespace: str, namespace: str, engine: Any, results: list[Result]) -> None:
     pool = upstream_namespace
     nodes = node_factory(case.nodes, labels={"pool": pool}) if case.nodes else []
-    if case.tainted:
-        node_factory(case.tainted, labels={"pool": pool}, taints=[TAINT])
+    for count, extra in case.extra_nodes:
+        node_factory(count, labels={"pool": pool}, **extra)
     manifest = case.build(pool, nodes)
-    name = manifest["metadata"]["name"]
 
-    theirs = run_upstream(api_client, case.kind, upstream_namespace, manifest, timeout=case.upstream_timeout)
+    # Both run at once, so that scripted times (fail-until) mean the same to each.
+    name = create_upstream(api_client, case.kind, upstream_namespace, manifest)
     ours = run_ours(engine, case.kind, manifest)
+    theirs = wait_upstream(api_client, case.kind, upstream_namespace, name, timeout=case.upstream_timeout)
 
     mine = snapshot(core_api, case.kind, namespace, name, ours)
     result = explain(case, compare(mine, snapshot(core_api, case.kind, upstream_namespace, name, theirs)))

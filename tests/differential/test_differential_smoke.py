@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from differential_harness import compare, run_ours, run_upstream, snapshot
+from differential_harness import compare, create_upstream, run_ours, snapshot, wait_upstream
 from kubernetes import client
 
 SIM = "sim.airflow-broadcast.io"
@@ -44,7 +44,8 @@ def test_D1_kruise_completes_a_broadcast_job_on_three_nodes(
     nodes = node_factory(3, labels={"pool": upstream_namespace})
     manifest = broadcast_manifest(upstream_namespace)
 
-    theirs = run_upstream(api_client, "BroadcastJob", upstream_namespace, manifest)
+    name = create_upstream(api_client, "BroadcastJob", upstream_namespace, manifest)
+    theirs = wait_upstream(api_client, "BroadcastJob", upstream_namespace, name)
 
     assert theirs["phase"] == "completed"
     assert (theirs["desired"], theirs["succeeded"], theirs.get("failed", 0)) == (3, 3, 0)
@@ -64,7 +65,8 @@ def test_D2_training_operator_succeeds_a_tf_job_with_chief_ps_and_workers(
         engine: Any) -> None:
     manifest = tf_manifest()
 
-    theirs = run_upstream(api_client, "TFJob", upstream_namespace, manifest)
+    name = create_upstream(api_client, "TFJob", upstream_namespace, manifest)
+    theirs = wait_upstream(api_client, "TFJob", upstream_namespace, name)
 
     succeeded = [c for c in theirs["conditions"] if c["type"] == "Succeeded"]
     assert succeeded and succeeded[0]["status"] == "True"
