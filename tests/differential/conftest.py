@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 
 from devcluster.control_plane import ClusterInfo, ControlPlane
-from devcluster.upstream import UpstreamControllers, UpstreamInfo, UpstreamStartError
+from devcluster.upstream import CONTROLLERS, UpstreamControllers, UpstreamInfo, UpstreamStartError
 
 SELECTED = re.compile(r"(?<!not )\bdifferential\b")
 
@@ -31,6 +31,8 @@ def upstream(cluster: ClusterInfo) -> Iterator[UpstreamInfo]:
     """The real controllers beside the test cluster: reused when running, else started and stopped after."""
     controllers = UpstreamControllers(ControlPlane(Path(cluster.directory)))
     reused = controllers.running()
+    if reused is not None and not set(CONTROLLERS) <= set(reused.pids):
+        reused = None  # only one of them runs: start() restarts both, and they are stopped after the run
     info = reused or _start(controllers)
     try:
         yield info

@@ -19,6 +19,8 @@ SIM = "sim.airflow-broadcast.io"
 BCJ = "apps.kruise.io/v1beta1"
 TF = "kubeflow.org/v1"
 TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+F10_PAUSE_FLAP = ("Δ F10 (intended fix): upstream does not persist the pause, so each later pass emits `Continue` "
+                  "and then `Paused` again; ours stays paused (phase, counters and pods are the same)")
 Q1_DEADLINE = ("Δ Q1 (training-operator #3358, intended fix): upstream checks activeDeadlineSeconds only when some "
                "other event makes it reconcile, so a job whose pods just run is never failed; ours wakes up at the "
                "deadline, fails the job (TFJobFailed) and cleans up per cleanPodPolicy")
@@ -50,6 +52,7 @@ class Case:
     explained: Mapping[str, str] = field(default_factory=dict)
     source: str = "corpus"
     upstream_timeout: float = 60.0
+    hold: float | None = None  # a job meant to stay open (paused, suspended): compare both after this long
 
 
 # ---- BroadcastJob ------------------------------------------------------------------------------
@@ -99,7 +102,9 @@ BROADCAST_CASES = [
          lambda pool, nodes: bcj("dj-continue", pool, notes=outcome(fail_nodes=nodes[0]),
                                  failurePolicy={"type": "Continue"})),
     Case("bcj-fail-fastfail", "BroadcastJob",
-         lambda pool, nodes: bcj("dj-fastfail", pool, notes=outcome(result="Failed", exit_code="3"),
+         # One node fails, the others run until FailFast deletes them (if several failed, which failed pods
+         # are left and which running ones are deleted would be a race).
+         lambda pool, nodes: bcj("dj-fastfail", pool, notes=outcome(result=None, fail_nodes=nodes[0], exit_code="3"),
                                  failurePolicy={"type": "FailFast"})),
     Case("bcj-deadline", "BroadcastJob",
          lambda pool, nodes: bcj("dj-deadline", pool, notes=outcome(result=None),
@@ -123,6 +128,14 @@ BROADCAST_CASES = [
     Case("bcj-fail-then-succeed-never", "BroadcastJob",
          lambda pool, nodes: bcj("dj-failuntil", pool, notes=outcome(fail_until=fail_until(2)),
                                  failurePolicy={"type": "Continue"})),
+    Case("bcj-paused-at-creation", "BroadcastJob",
+         lambda pool, nodes: bcj("dj-paused", pool, notes=outcome(), paused=True), hold=5.0),
+    Case("bcj-fail-pause", "BroadcastJob",
+         lambda pool, nodes: bcj("dj-failpause", pool, notes=outcome(fail_nodes=nodes[0]),
+                                 failurePolicy={"type": "Pause"}), hold=8.0,
+         explained={r"^events: .*upstream=.*'<job>/Continue'": F10_PAUSE_FLAP}),
+    Case("bcj-completion-never", "BroadcastJob",
+         lambda pool, nodes: bcj("dj-never", pool, notes=outcome(), completionPolicy={"type": "Never"}), hold=6.0),
     Case("bcj-kruise-sample-ttl", "BroadcastJob",
          lambda pool, nodes: kruise_sample("broadcastjob-ttl", pool, outcome(),
                                            {"type": "Always", "ttlSecondsAfterFinished": 200}),
@@ -202,6 +215,8 @@ TF_CASES = [
          lambda pool, nodes: tfjob("dj-backoff", {"Worker": replica(1, outcome(result=None, restarts="3"),
                                                                    policy="OnFailure")}, backoffLimit=1), nodes=0,
          explained={r"^(pods|services)\.": Q5_BACKOFF_CLEANUP, r"^events:": Q5_BACKOFF_CLEANUP}),
+    Case("tf-suspended-at-creation", "TFJob",
+         lambda pool, nodes: tfjob("dj-suspend", {"Worker": replica(2, outcome())}, suspend=True), nodes=0, hold=5.0),
     Case("tf-sample-simple", "TFJob",
          lambda pool, nodes: tfjob("tfjob-simple", {"Worker": replica(2, outcome(), policy="OnFailure", port=False)}),
          nodes=0, source="training-operator examples/tensorflow/simple.yaml (command dropped, outcome scripted)"),

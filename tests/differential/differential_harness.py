@@ -155,6 +155,14 @@ def create_upstream(api: client.ApiClient, kind: str, namespace: str, manifest: 
     return str(body["metadata"]["name"])
 
 
+def hold_upstream(api: client.ApiClient, kind: str, namespace: str, name: str, until: float) -> dict[str, Any]:
+    """The status of a job meant to stay open, read at `until` (monotonic)."""
+    group, version, plural = GROUPS[kind]
+    time.sleep(max(0.0, until - time.monotonic()))
+    body = client.CustomObjectsApi(api).get_namespaced_custom_object(group, version, namespace, plural, name)
+    return dict(body.get("status") or {})
+
+
 def wait_upstream(api: client.ApiClient, kind: str, namespace: str, name: str, timeout: float = 60.0,
                   quiet: float = 2.0) -> dict[str, Any]:
     """Wait until the controller reports the job finished and then until its status and pods have not changed
@@ -183,11 +191,17 @@ def wait_upstream(api: client.ApiClient, kind: str, namespace: str, name: str, t
         time.sleep(0.3)
 
 
-def run_ours(engine: Any, kind: str, manifest: Mapping[str, Any], timeout: float = 60.0) -> dict[str, Any]:
-    """Submit the manifest to our engine and drive its reconcile loop until it finishes; returns its status."""
+def run_ours(engine: Any, kind: str, manifest: Mapping[str, Any], timeout: float = 60.0,
+             hold: float | None = None) -> dict[str, Any]:
+    """Submit the manifest to our engine and drive its reconcile loop until it finishes (or, for a job that
+    is meant to stay open, such as a paused one, for `hold` seconds); returns its status."""
     submission = engine.submit(manifest)
-    outcome = engine.drive(submission, kind, timeout=timeout)
-    assert outcome.reason == "finished", outcome
+    if hold is None:
+        outcome = engine.drive(submission, kind, timeout=timeout)
+        assert outcome.reason == "finished", outcome
+    else:
+        outcome = engine.drive(submission, kind, deadline=time.time() + hold, timeout=hold + timeout)
+        assert outcome.reason in ("timeout", "settled"), outcome
     settle_pods(engine.core, engine.namespace)
     return dict(engine.status(kind, manifest["metadata"]["name"]))
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from corpus import CASES, Case
-from differential_harness import compare, create_upstream, run_ours, snapshot, wait_upstream
+from differential_harness import compare, create_upstream, hold_upstream, run_ours, snapshot, wait_upstream
 from differential_report import Result, write
 from kubernetes import client
 
@@ -53,8 +54,12 @@ def test_D_corpus_case_differs_only_where_explained(
 
     # Both run at once, so that scripted times (fail-until) mean the same to each.
     name = create_upstream(api_client, case.kind, upstream_namespace, manifest)
-    ours = run_ours(engine, case.kind, manifest)
-    theirs = wait_upstream(api_client, case.kind, upstream_namespace, name, timeout=case.upstream_timeout)
+    held_until = time.monotonic() + (case.hold or 0.0)
+    ours = run_ours(engine, case.kind, manifest, hold=case.hold)
+    if case.hold is None:
+        theirs = wait_upstream(api_client, case.kind, upstream_namespace, name, timeout=case.upstream_timeout)
+    else:
+        theirs = hold_upstream(api_client, case.kind, upstream_namespace, name, held_until)
 
     mine = snapshot(core_api, case.kind, namespace, name, ours)
     result = explain(case, compare(mine, snapshot(core_api, case.kind, upstream_namespace, name, theirs)))
