@@ -114,3 +114,17 @@ bench: install etcd binaries  ## every benchmark on a private control plane: res
 
 bench-quick: install etcd binaries  ## the same at small sizes (a few minutes)
 	$(PY) -m benchmarks.run all --quick $(BENCH_ARGS)
+
+# The real OpenKruise and training-operator controllers, built from Go modules into the cache on first use
+# (a few minutes) and started only by these targets: the oracle of the differential tests and of hand-off mode.
+.PHONY: upstream cluster-upstream differential
+upstream: go-toolchain
+	@GO=$(GO) bash devcluster/build-upstream.sh >/dev/null
+
+cluster-upstream: install etcd binaries upstream
+	@$(PY) -m devcluster up --nodes $(NODES) --upstream
+
+# The whole corpus rewrites docs/conformance/differential.md; a subset (PYTEST_ARGS) only prints its differences.
+differential: install etcd binaries upstream
+	DIFFERENTIAL_REPORT=$(if $(strip $(PYTEST_ARGS)),,docs/conformance/differential.md) \
+		$(VENV)/bin/pytest -m differential -p no:cacheprovider tests/differential $(PYTEST_ARGS)

@@ -14,6 +14,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start the cluster (or reuse a running one) and print the KUBECONFIG export")
     up.add_argument("--nodes", type=int, default=0, help="fake nodes to make sure exist (named node-0000...)")
+    up.add_argument("--upstream", action="store_true",
+                    help="also build (or reuse) and start the real OpenKruise and training-operator controllers")
     sub.add_parser("down", help="stop the cluster's processes by PID")
     sub.add_parser("status", help="say whether the cluster runs")
     sub.add_parser("build", help="build or reuse the cached binaries and print their directory")
@@ -44,15 +46,40 @@ def main(argv: list[str] | None = None) -> int:
             existing = {n.metadata.name for n in api.list_node().items}
             wanted = [FakeNode(name=f"node-{i:04d}") for i in range(args.nodes)]
             create_nodes(info.kubeconfig, [n for n in wanted if n.name not in existing])
+        if args.upstream and _start_upstream(plane) != 0:
+            return 1
         print(f"cluster up in {time.monotonic() - t0:.1f} s (apiserver {info.server})", file=sys.stderr)
         print(f"export KUBECONFIG={info.kubeconfig}")
         return 0
     if args.command == "down":
+        _stop_upstream(plane)
         print("stopped" if plane.stop() else "not running")
         return 0
     running = plane.running()
     print(f"running: export KUBECONFIG={running.kubeconfig}" if running else "not running")
     return 0 if running else 3
+
+
+def _start_upstream(plane: ControlPlane) -> int:
+    from devcluster.upstream import UpstreamControllers, UpstreamStartError
+
+    try:
+        upstream = UpstreamControllers(plane).start()
+    except UpstreamStartError as exc:
+        print(f"upstream controllers failed to start: {exc}", file=sys.stderr)
+        return 1
+    ready = ", ".join(f"{name} in {seconds} s" for name, seconds in upstream.ready_seconds.items())
+    print(f"upstream controllers ready ({ready or 'already running'}); logs in {upstream.directory}/logs",
+          file=sys.stderr)
+    return 0
+
+
+def _stop_upstream(plane: ControlPlane) -> None:
+    """The real controllers first (if any), while the API they unregister their webhooks from still runs."""
+    from devcluster.upstream import UpstreamControllers
+
+    if UpstreamControllers(plane).stop():
+        print("upstream controllers stopped", file=sys.stderr)
 
 
 if __name__ == "__main__":
