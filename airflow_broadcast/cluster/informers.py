@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import KW_ONLY, dataclass, field
@@ -23,6 +24,7 @@ T = TypeVar("T")
 ANY_KEY = "*"
 RELIST_SECONDS = 300.0
 HEALTHY_WATCH_SECONDS = 5.0
+STEP_SECONDS = 0.01
 
 
 @dataclass(eq=False)
@@ -179,9 +181,18 @@ class Informer(Generic[T]):
                 await asyncio.sleep(delay)
 
     async def _watch_once(self, version: str) -> str:
+        """Apply watch events until the server ends the watch.
+
+        A burst (fifty jobs starting) arrives as one chunk of hundreds of events, which would be
+        applied in one loop step: the loop is handed back every STEP_SECONDS of work instead.
+        """
         query = self._query()
+        step_began = time.perf_counter()
         async for kind, obj in self.client.watch(self.path, resource_version=version, timeout_seconds=240,
                                                  **query):
+            if time.perf_counter() - step_began > STEP_SECONDS:
+                await asyncio.sleep(0)
+                step_began = time.perf_counter()
             self.events_seen += 1
             meta = obj.get("metadata") or {}
             version = str(meta.get("resourceVersion") or version)

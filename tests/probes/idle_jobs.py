@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 import time
 import tracemalloc
@@ -33,6 +34,7 @@ async def _drive(jobs: list[dict[str, str]], namespace: str, window: float) -> d
     options = options_for("BroadcastJob", None)
     lag = LoopLag()
     monitor = asyncio.get_running_loop().create_task(lag.run())
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, _dump_tasks)
 
     async def one(job: dict[str, str]) -> None:
         trigger = JobReconcileTrigger(JobTriggerArgs(kind="BroadcastJob", namespace=namespace,
@@ -75,6 +77,18 @@ async def _drive(jobs: list[dict[str, str]], namespace: str, window: float) -> d
             "lag_while_starting": startup, "lag": report, "top": top}
 
 
+def _dump_tasks() -> None:
+    """SIGUSR1: where every task waits, grouped, to find a hang."""
+    import collections
+
+    where: collections.Counter[str] = collections.Counter()
+    for task in asyncio.all_tasks():
+        frames = task.get_stack(limit=12)
+        where[" > ".join(f"{f.f_code.co_filename.rsplit('/', 1)[-1]}:{f.f_lineno}" for f in frames)] += 1
+    for key, count in where.most_common(25):
+        print(f"TASKS {count} {key}", flush=True)
+
+
 def _running(namespace: str) -> int:
     core = core_api(os.environ["KUBECONFIG"])
     return sum(1 for p in core.list_namespaced_pod(namespace).items if p.status.phase == "Running")
@@ -88,7 +102,7 @@ def _requests() -> int:
 
 SLOW: list[tuple[float, str]] = []
 SAMPLES: dict[str, int] = {}
-_running: list[float] = [0.0]
+_began: list[float] = [0.0]
 
 
 def _trace_slow_steps(threshold: float = 0.05) -> None:
@@ -101,23 +115,23 @@ def _trace_slow_steps(threshold: float = 0.05) -> None:
     main = threading.get_ident()
 
     def timed(handle: Any) -> None:
-        _running[0] = time.perf_counter()
+        _began[0] = time.perf_counter()
         try:
             original(handle)
         finally:
-            _running[0] = 0.0
+            _began[0] = 0.0
 
     def sampler() -> None:
         counts: collections.Counter[str] = collections.Counter()
         while True:
             time.sleep(0.005)
-            began = _running[0]
+            began = _began[0]
             if not began or time.perf_counter() - began < threshold:
                 continue
             frame = sys._current_frames().get(main)
             if frame is None:
                 continue
-            stack = [f"{f.filename.rsplit('/', 2)[-2]}/{f.filename.rsplit('/', 1)[-1]}:{f.lineno}:{f.name}"
+            stack = [f"{'/'.join(f.filename.split('/')[-2:])}:{f.lineno}:{f.name}"
                      for f in traceback.extract_stack(frame)]
             ours = [x for x in stack if "airflow_broadcast" in x or "cluster/" in x or "reconcilers/" in x
                     or "specs/" in x or "triggers/" in x]
