@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus import CASES, Case
+from differential_corpus import CASES, Case
 from differential_harness import compare, create_upstream, hold_upstream, run_ours, snapshot, wait_upstream
 from differential_report import Result, write
 from kubernetes import client

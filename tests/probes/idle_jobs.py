@@ -18,12 +18,10 @@ import tracemalloc
 import uuid
 from typing import Any
 
-from benchmarks.common import core_api, new_namespace, node_pool
-from benchmarks.methods import Task, broadcast_manifest
-from benchmarks.triggerer_load import _submit
-
 from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger, JobTriggerArgs
 from airflow_broadcast.triggers.loop_lag import LoopLag
+from benchmarks.common import core_api, new_namespace, node_pool
+from benchmarks.triggerer_load import _submit
 
 BATCH = 50
 
@@ -53,7 +51,7 @@ async def _drive(jobs: list[dict[str, str]], namespace: str, window: float) -> d
         tasks += [asyncio.get_running_loop().create_task(one(j)) for j in jobs[start:start + BATCH]]
         await asyncio.sleep(1.0)
     startup = lag.report()
-    while await asyncio.to_thread(_running, namespace) < len(jobs):
+    while await asyncio.to_thread(_running, namespace) < len(jobs):  # noqa: ASYNC110 - the API has no event for it
         await asyncio.sleep(2)
     running_after = time.monotonic() - t0
     await asyncio.sleep(10)
