@@ -1,10 +1,9 @@
 """TFJob replica specs: counts, restart policies, the `tensorflow` container and its port, the pod template.
 
-Replica counts are int32 upstream, but one pass builds every missing pod, and each pod's
-TF_CONFIG lists every replica: the work grows with replicas times (replicas + template size).
-This provider therefore runs at most `MAX_REPLICAS` replicas per job and builds at most
-`MAX_POD_VALUES` template values per pass (a documented deviation), so a first pass stays
-under a second and about 100 MB.
+Replica counts are int32 upstream, but each pod's TF_CONFIG lists every replica, so a job's pods
+hold replicas² bytes of it in the cluster and in any cache of them. Passes build at most a batch
+of pods each (see `reconcilers/tf_job`), yet this provider still runs at most `MAX_REPLICAS`
+replicas per job and at most `MAX_POD_VALUES` template values per pass (a documented deviation).
 """
 
 from __future__ import annotations
