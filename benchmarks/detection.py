@@ -22,15 +22,16 @@ from devcluster.airflow_env import AirflowEnv
 from devcluster.airflow_stack import AirflowStack, StackSettings
 
 DAG = "bench_broadcast_job"
+DAG_ENDS_IN_TRIGGERER = "bench_broadcast_job_ends_in_triggerer"
 
 
 async def _one(stack: AirflowStack, kubeconfig: str, nodes: list[str], label: str, namespace: str,
-               timeout: float) -> dict[str, Any]:
+               timeout: float, dag: str = DAG) -> dict[str, Any]:
     task = Task("engine-affinity", kubeconfig, namespace, label, tuple(nodes), complete=True)
     kube = await raw_client(kubeconfig)
     clock = PodClock(kube, namespace, len(nodes))
     await clock.start()
-    run = await asyncio.to_thread(stack.api, "POST", f"/api/v2/dags/{DAG}/dagRuns",
+    run = await asyncio.to_thread(stack.api, "POST", f"/api/v2/dags/{dag}/dagRuns",
                                   {"logical_date": None, "conf": {"namespace": namespace,
                                                                   "manifest": broadcast_manifest(task)}})
     run_id = run["dag_run_id"]
@@ -38,7 +39,7 @@ async def _one(stack: AirflowStack, kubeconfig: str, nodes: list[str], label: st
     deadline = time.monotonic() + timeout
     ti: dict[str, Any] = {}
     while time.monotonic() < deadline:
-        ti = await asyncio.to_thread(stack.api, "GET", f"/api/v2/dags/{DAG}/dagRuns/{run_id}/taskInstances/bcj")
+        ti = await asyncio.to_thread(stack.api, "GET", f"/api/v2/dags/{dag}/dagRuns/{run_id}/taskInstances/bcj")
         if ti.get("state") in ("success", "failed", "upstream_failed"):
             break
         await asyncio.sleep(0.5)
@@ -46,7 +47,7 @@ async def _one(stack: AirflowStack, kubeconfig: str, nodes: list[str], label: st
     await kube.close()
     last = clock.summary()["last_succeeded_epoch"]
     end = datetime.fromisoformat(ti["end_date"]).timestamp() if ti.get("end_date") else None
-    return {"run_id": run_id, "state": ti.get("state"), "pods_succeeded": len(clock.succeeded_at),
+    return {"dag": dag, "run_id": run_id, "state": ti.get("state"), "pods_succeeded": len(clock.succeeded_at),
             "last_done_to_task_success_seconds": round(end - last, 3) if end and last else None}
 
 
@@ -57,16 +58,24 @@ def bench_detection(kubeconfig: str, runs: int = 5, nodes: int = 5, timeout: flo
     rows: list[dict[str, Any]] = []
     with node_pool(kubeconfig, nodes, label) as (names, _), \
             AirflowStack(env, settings=StackSettings(parallelism=4)) as stack:
-        stack.wait_for_dag(DAG)
-        stack.api("PATCH", f"/api/v2/dags/{DAG}", {"is_paused": False})
-        for _ in range(runs):
-            namespace = new_namespace(core, "bench-detect")
-            rows.append(asyncio.run(_one(stack, kubeconfig, names, label, namespace, timeout)))
-            print(f"[detection] {rows[-1]}", flush=True)
-            core.delete_namespace(namespace)
+        for dag in (DAG, DAG_ENDS_IN_TRIGGERER):
+            stack.wait_for_dag(dag)
+            stack.api("PATCH", f"/api/v2/dags/{dag}", {"is_paused": False})
+        for _ in range(runs):  # the two modes alternate, so both see the same conditions
+            for dag in (DAG, DAG_ENDS_IN_TRIGGERER):
+                namespace = new_namespace(core, "bench-detect")
+                rows.append(asyncio.run(_one(stack, kubeconfig, names, label, namespace, timeout, dag)))
+                print(f"[detection] {rows[-1]}", flush=True)
+                core.delete_namespace(namespace)
+    resumed = _summary([r for r in rows if r["dag"] == DAG])
+    ended = _summary([r for r in rows if r["dag"] == DAG_ENDS_IN_TRIGGERER])
+    return {"benchmark": "detection", "runs": runs, "nodes": nodes, "rows": rows,
+            "task_states": sorted({str(r["state"]) for r in rows}), **resumed,
+            **{f"{key}_finish_in_triggerer": value for key, value in ended.items()}}
+
+
+def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     values = sorted(r["last_done_to_task_success_seconds"] for r in rows
                     if r["last_done_to_task_success_seconds"] is not None)
-    return {"benchmark": "detection", "runs": runs, "nodes": nodes, "rows": rows,
-            "task_states": sorted({str(r["state"]) for r in rows}),
-            "last_done_to_task_success_p50_seconds": round(statistics.median(values), 3) if values else None,
+    return {"last_done_to_task_success_p50_seconds": round(statistics.median(values), 3) if values else None,
             "last_done_to_task_success_max_seconds": values[-1] if values else None}

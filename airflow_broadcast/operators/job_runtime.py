@@ -13,24 +13,19 @@ from typing import Any
 from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.api_paths import InvalidApiPath
 from airflow_broadcast.cluster.job_control import stop_active_children
-from airflow_broadcast.cluster.job_events import record_job_deleted
 from airflow_broadcast.cluster.job_records import (
-    EXPIRES_AT,
-    RESULT_READ,
-    delete_record,
     get_record,
     record_view,
-    write_record,
 )
+from airflow_broadcast.cluster.job_results import result_read
 from airflow_broadcast.cluster.pod_logs import TAIL_BYTES, log_tails
 from airflow_broadcast.cluster.reconcile_loop import LoopReason
 from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.exceptions import JobFailedError, JobStartupTimeoutError, JobTimeoutError
-from airflow_broadcast.operators.task_output import shown_log_tail, shown_message, shown_result
 from airflow_broadcast.reconcilers.kind import JobIdentity, JobKind
-from airflow_broadcast.specs.timestamps import from_rfc3339
 from airflow_broadcast.triggers.job_reconcile import JobTriggerArgs, TaskKey, drive_job
 from airflow_broadcast.triggers.progress import TaskLog
+from airflow_broadcast.triggers.task_output import shown_log_tail, shown_message, shown_result
 
 DEFER_MARGIN_SECONDS = 60.0
 MAX_DEFER_SECONDS = 100 * 365 * 86400.0
@@ -118,7 +113,7 @@ def conclude(args: JobTriggerArgs, outcome: str, message: str, log: TaskLog, *,
             for pod, text in tails.items():
                 log.error("---- last %d log lines of failed pod %s ----\n%s", log_tail_lines, pod,
                           shown_log_tail(text, log_tail_lines, TAIL_BYTES))
-        await _apply_ttl(client, raw, record.manifest, record.status, log)
+        await result_read(client, raw, log)
         if failure:
             raise JobFailedError(shown_message(failure))
         return shown_result(summary)
@@ -127,23 +122,3 @@ def conclude(args: JobTriggerArgs, outcome: str, message: str, log: TaskLog, *,
         return run_on_worker(collect)
     except ClusterApiError as exc:
         raise JobFailedError(shown_message(exc.describe())) from exc
-
-
-async def _apply_ttl(client: Any, raw: Mapping[str, Any], _manifest: Mapping[str, Any], _status: Mapping[str, Any],
-                     log: Any) -> None:
-    """The result is read: delete the record if the expiry its reconciler stamped has passed, else mark it read.
-
-    TTL 0 expires at completion, so it deletes now; a marked record is left to the sweeper.
-    A record without the stamp has no TTL.
-    """
-    meta = raw.get("metadata") or {}
-    expires_at = (meta.get("annotations") or {}).get(EXPIRES_AT)
-    expires = from_rfc3339(expires_at)
-    if expires is None:
-        return
-    if expires <= time.time():
-        if await delete_record(client, meta["namespace"], meta["name"], meta.get("uid", "")):
-            await record_job_deleted(client, raw)
-        log.info("TTL expired at %s: deleted job record %s and its pods", expires_at, meta["name"])
-        return
-    await write_record(client, raw, None, {RESULT_READ: "true"})

@@ -29,6 +29,7 @@ from airflow_broadcast.reconcilers.kind import KindName
 from airflow_broadcast.reconcilers.tf_job.logs import primary_pod
 from airflow_broadcast.triggers.loop_lag import LoopLag
 from airflow_broadcast.triggers.progress import ProgressLog, TaskLog, WarningLog, masked
+from airflow_broadcast.triggers.task_end import success_event
 
 OnKillAction = Literal["delete_active_pods", "keep"]
 ON_KILL_ACTIONS: tuple[OnKillAction, ...] = ("delete_active_pods", "keep")
@@ -76,6 +77,7 @@ class JobTriggerArgs:
     task_key: TaskKey | None = None
     startup_timeout_seconds: float | None = None
     get_logs: bool = False
+    finish_in_triggerer: bool = False
 
     def __post_init__(self) -> None:
         check_visibility(self.kind, self.startup_timeout_seconds, self.get_logs)
@@ -95,7 +97,7 @@ class JobTriggerArgs:
         """Plain JSON values only, so that every Airflow version stores and reloads them unchanged."""
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         values["options"] = dataclasses.asdict(self.options)
-        for name, default in (("startup_timeout_seconds", None), ("get_logs", False)):
+        for name, default in (("startup_timeout_seconds", None), ("get_logs", False), ("finish_in_triggerer", False)):
             if values[name] == default:
                 del values[name]  # a triggerer still on an older version then rebuilds the trigger unchanged
         return values
@@ -148,6 +150,12 @@ class JobReconcileTrigger(BaseTrigger):
                     self.log.info("event loop lag while reconciling: %s (%d API requests)", json.dumps(lag.report()),
                                   client.requests_sent)
             await asyncio.wait([sweep], timeout=5)
+            if args.finish_in_triggerer:
+                ended = await success_event(client, args.driver().kind, args.namespace, args.record_name, args.uid,
+                                            outcome, self.log)
+                if ended is not None:
+                    yield ended
+                    return
             yield self._event(outcome.reason, outcome.message, phase=str(outcome.status.get("phase", "")))
         except ClusterApiError as exc:
             yield self._event(LoopReason.ERROR, exc.describe())

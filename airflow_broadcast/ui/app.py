@@ -17,7 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.job_records import record_view
 from airflow_broadcast.cluster.kinds.registry import kind_for
-from airflow_broadcast.operators.task_output import shown_log_tail, shown_result
+from airflow_broadcast.triggers.task_output import shown_log_tail, shown_result
 from airflow_broadcast.ui import reads
 from airflow_broadcast.ui.access import Method, UserDep, may, readable
 from airflow_broadcast.ui.job_view import PAGE_SIZE, job_detail, job_summary, matches, page_of

@@ -18,3 +18,7 @@ with DAG(dag_id="bench_broadcast_job", **COMMON):
 with DAG(dag_id="bench_tf_job", **COMMON):
     TFJobOperator(task_id="tfjob", manifest="{{ dag_run.conf['manifest'] }}",
                   namespace="{{ dag_run.conf['namespace'] }}")
+
+with DAG(dag_id="bench_broadcast_job_ends_in_triggerer", **COMMON):
+    BroadcastJobOperator(task_id="bcj", manifest="{{ dag_run.conf['manifest'] }}",
+                         namespace="{{ dag_run.conf['namespace'] }}", finish_in_triggerer=True)

@@ -11,8 +11,8 @@ from airflow.sdk.log import mask_secret
 
 from airflow_broadcast.cluster.job_records import new_record
 from airflow_broadcast.operators.job_runtime import JobFailedError, conclude
-from airflow_broadcast.operators.task_output import MESSAGE_MAX_BYTES, cap_message, shown_result
 from airflow_broadcast.triggers.job_reconcile import JobTriggerArgs
+from airflow_broadcast.triggers.task_output import MESSAGE_MAX_BYTES, cap_message, shown_result
 
 FORGED = "../../../namespaces/kube-system/secrets/x?"
 MANIFEST = {"kind": "BroadcastJob", "spec": {"template": {"spec": {"containers": [{"name": "main"}]}}}}

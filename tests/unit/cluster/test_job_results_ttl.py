@@ -8,14 +8,14 @@ import time
 from support.fake_api import RecordStore, job_record
 
 from airflow_broadcast.cluster.job_records import EXPIRES_AT, RESULT_READ
-from airflow_broadcast.operators.job_runtime import _apply_ttl
+from airflow_broadcast.cluster.job_results import result_read
 from airflow_broadcast.specs.timestamps import to_rfc3339
 
 LOG = logging.getLogger(__name__)
 
 
 async def read_result(store: RecordStore, name: str) -> None:
-    await _apply_ttl(store, store.records[name], {}, {}, LOG)
+    await result_read(store, store.records[name], LOG)
 
 
 async def test_T1_T4_an_expired_stamp_deletes_the_record_right_after_the_result_is_read() -> None:
