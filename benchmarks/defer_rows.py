@@ -2,10 +2,11 @@
 
 `python -m benchmarks.defer_rows SPEC.json`, run with the Airflow environment of the stack under test.
 SPEC: {"dag_id", "run_id", "namespace", "jobs": [{"task_id", "record_name", "uid"}],
-"probe": {"task_id", "path", "stop_path"} | null}. For each job it builds the provider's
+"probe": {"task_id", "path", "stop_path"} | null, "floor": bool}. For each job it builds the provider's
 JobReconcileTrigger for that record (what BroadcastJobOperator.execute would defer on), stores the
 trigger row with its kwargs serialized as the Task SDK sends them, and moves the task instance to
-`deferred`; the real triggerer then picks the triggers up and runs them. Running a thousand tasks
+`deferred`; the real triggerer then picks the triggers up and runs them. With "floor", every job defers on Airflow's
+own DateTimeTrigger instead: the comparator for what any trigger costs the triggerer. Running a thousand tasks
 through an executor first would only add a thousand worker start-ups to get to the same rows.
 """
 
@@ -27,6 +28,15 @@ def _trigger(job: dict[str, Any], spec: dict[str, Any]) -> Any:
                                               options=options_for("BroadcastJob"), task_key=key))  # type: ignore
 
 
+def _floor_trigger() -> Any:
+    """The comparator: Airflow's own DateTimeTrigger, sleeping until a far moment (what a trigger costs Airflow)."""
+    from datetime import UTC, datetime
+
+    from airflow.providers.standard.triggers.temporal import DateTimeTrigger
+
+    return DateTimeTrigger(moment=datetime(2100, 1, 1, tzinfo=UTC))
+
+
 def defer(spec: dict[str, Any]) -> int:
     from airflow.models.taskinstance import TaskInstance
     from airflow.models.trigger import Trigger
@@ -37,7 +47,7 @@ def defer(spec: dict[str, Any]) -> int:
 
     from benchmarks.lag_probe import LagProbeTrigger
 
-    items = [(job["task_id"], _trigger(job, spec)) for job in spec["jobs"]]
+    items = [(job["task_id"], _floor_trigger() if spec.get("floor") else _trigger(job, spec)) for job in spec["jobs"]]
     if spec.get("probe"):
         probe = spec["probe"]
         items.append((probe["task_id"], LagProbeTrigger(probe["path"], probe["stop_path"])))

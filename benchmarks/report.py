@@ -99,6 +99,19 @@ def _triggerer(result: dict[str, Any]) -> list[str]:
               "process, where the triggers and the provider's code run. \"Triggerer's async thread was blocked\" "
               f"warnings over the whole run, job start-up included: {result['blocked_warnings_total']}.", "",
               "![loop lag against job count](img/perf-loop-lag-vs-jobs.png)", ""]
+    floor = result.get("floor")
+    if floor:
+        lines += ["Comparator, run next in a fresh triggerer: the same counts of Airflow's own `DateTimeTrigger` "
+                  "(sleeping until 2100), i.e. what Airflow itself spends per deferred task. Per idle trigger: "
+                  f"{_fmt(floor.get('rss_kib_per_idle_job'), ' KiB')} for the whole triggerer, "
+                  f"{_fmt(floor.get('runner_rss_kib_per_idle_job'), ' KiB')} in the trigger runner; loop lag p99 by "
+                  f"count (ms): {floor.get('loop_lag_p99_ms_by_jobs')}; blocked warnings over the run: "
+                  f"{floor.get('blocked_warnings_total')}.", ""]
+        ours, base = result.get("runner_rss_kib_per_idle_job"), floor.get("runner_rss_kib_per_idle_job")
+        if ours is not None and base is not None:
+            share = _fmt(round(ours - base, 1), " KiB")
+            lines += [f"The provider's own share per idle job in the trigger runner: {share} ({_fmt(ours)} - "
+                      f"{_fmt(base)}).", ""]
     return lines
 
 

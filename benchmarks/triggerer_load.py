@@ -89,8 +89,9 @@ class Load:
         self.run_id = run["dag_run_id"]
         self._defer([], probe=True)
 
-    def _defer(self, jobs: list[dict[str, str]], probe: bool = False) -> None:
+    def _defer(self, jobs: list[dict[str, str]], probe: bool = False, floor: bool = False) -> None:
         spec = {"dag_id": "bench_idle", "run_id": self.run_id, "namespace": self.namespace, "jobs": jobs,
+                "floor": floor,
                 "probe": {"task_id": "lag_probe", "path": str(self.probe), "stop_path": str(self.stop_file)}
                 if probe else None}
         path = self.stack.airflow_env.home / "defer.json"
@@ -111,6 +112,11 @@ class Load:
                 raise TimeoutError(f"{count} jobs: only {_running_pods(self.core, self.namespace)} pods Running")
             time.sleep(2)
         return time.monotonic() - t0
+
+    def grow_floor(self, count: int) -> None:
+        """Add Airflow DateTimeTriggers up to `count`: nothing to create in the cluster, nothing to wait for."""
+        self._defer([{"task_id": f"job_{i:05d}"} for i in range(self.jobs, count)], floor=True)
+        self.jobs = count
 
     def measure(self, window: float) -> dict[str, Any]:
         triggerer = next(c for c in self.stack.processes if c.name == "triggerer")
@@ -139,8 +145,20 @@ def _ms(value: float | None) -> float | None:
 
 
 def bench_triggerer(kubeconfig: str, counts: list[int], window: float = 60.0,
-                    settle: float = 15.0) -> dict[str, Any]:
-    """Idle jobs in one triggerer at each of `counts` (growing), each step measured over `window` seconds."""
+                    settle: float = 15.0, floor: bool = True) -> dict[str, Any]:
+    """Idle jobs in one triggerer at each of `counts` (growing), each step measured over `window` seconds.
+
+    With `floor`, a second triggerer then runs the same counts of Airflow's own DateTimeTrigger: what
+    Airflow itself spends per deferred task, so the provider's share can be told apart.
+    """
+    result = _bench(kubeconfig, counts, window, settle, floor=False)
+    if floor:
+        comparator = _bench(kubeconfig, counts, window, settle, floor=True)
+        result["floor"] = {k: v for k, v in comparator.items() if k != "benchmark"}
+    return result
+
+
+def _bench(kubeconfig: str, counts: list[int], window: float, settle: float, floor: bool) -> dict[str, Any]:
     core = core_api(kubeconfig)
     label = uuid.uuid4().hex[:6]
     namespace = new_namespace(core, "bench-idle")
@@ -157,9 +175,14 @@ def bench_triggerer(kubeconfig: str, counts: list[int], window: float = 60.0,
         steps.append(load.measure(window))
         print(f"[triggerer] {steps[-1]}", flush=True)
         for count in counts:
-            grow_seconds = load.grow(count, timeout=max(600.0, count * 2.0))
-            time.sleep(settle)
-            steps.append({**load.measure(window), "seconds_to_all_running": round(grow_seconds, 1)})
+            if floor:
+                load.grow_floor(count)
+                time.sleep(settle)
+                steps.append(load.measure(window))
+            else:
+                grow_seconds = load.grow(count, timeout=max(600.0, count * 2.0))
+                time.sleep(settle)
+                steps.append({**load.measure(window), "seconds_to_all_running": round(grow_seconds, 1)})
             print(f"[triggerer] {steps[-1]}", flush=True)
         load.stop_file.touch()
         triggerer = next(c for c in stack.processes if c.name == "triggerer")
