@@ -94,6 +94,13 @@ async def create_record(client: KubeClient, record: Mapping[str, Any]) -> JsonDi
     return await client.create(records_path(namespace), record)
 
 
+def cached_record(obj: JsonDict) -> JsonDict:
+    """A record as the watch cache keeps it: without field-ownership bookkeeping, which an update that
+    omits it leaves as the server has it."""
+    (obj.get("metadata") or {}).pop("managedFields", None)
+    return obj
+
+
 async def get_record(client: KubeClient, namespace: str, name: str) -> JsonDict | None:
     try:
         return await client.get(record_path(namespace, name))

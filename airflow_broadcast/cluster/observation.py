@@ -64,7 +64,7 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         deleting=bool(meta.get("deletionTimestamp")),
         restart_policy=str(spec.get("restartPolicy", "Always")),
         restarts=sum(int(cs.get("restartCount", 0) or 0) for cs in statuses),
-        spec=_without_env(spec),
+        spec=_placement_fields(spec),
         exits=tuple(exits),
         waiting_reason=waiting,
         pending_message=pending,
@@ -72,13 +72,20 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
     )
 
 
-def _without_env(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """The pod spec without its containers' env: placement never reads it, and a TFJob pod's TF_CONFIG
-    lists every replica, so a cache of N such pods would hold N² bytes."""
-    slim = dict(spec)
+PLACEMENT_KEYS = ("nodeName", "nodeSelector", "affinity", "tolerations", "resources", "overhead")
+CONTAINER_KEYS = ("resources", "restartPolicy")
+
+
+def _placement_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a pod spec that decide where it fits (N13), which is all a pass reads of it.
+
+    A cache of whole specs would hold each pod's image, volumes and env: a TFJob pod's TF_CONFIG
+    lists every replica, so N cached pods would hold N² bytes.
+    """
+    slim = {k: spec[k] for k in PLACEMENT_KEYS if k in spec}
     for key in ("initContainers", "containers"):
         if isinstance(spec.get(key), list):
-            slim[key] = [{k: v for k, v in c.items() if k != "env"} if isinstance(c, Mapping) else c
+            slim[key] = [{k: c[k] for k in CONTAINER_KEYS if k in c} if isinstance(c, Mapping) else c
                          for c in spec[key]]
     return slim
 

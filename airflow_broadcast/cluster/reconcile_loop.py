@@ -21,6 +21,7 @@ from airflow_broadcast.cluster.job_events import EventRecorder, flush_events
 from airflow_broadcast.cluster.job_records import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
+    cached_record,
     get_record,
     record_view,
     records_path,
@@ -98,7 +99,7 @@ class LoopOutcome:
 
 
 def record_informer(client: KubeClient, namespace: str) -> Informer[JsonDict]:
-    return shared_informer(client, records_path(namespace), lambda obj: obj,
+    return shared_informer(client, records_path(namespace), cached_record,
                            label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY}", index_by=record_index)
 
 
