@@ -90,11 +90,11 @@ def decide(requested: Controller, kind: KindName, *, crd_served: bool | None = N
     which acts on the custom resource only), else `airflow`."""
     if requested != "auto":
         return Decision(requested, f"controller={requested!r} was asked for")
-    group = RESOURCES[kind][0]
+    api_version = RESOURCES[kind][0]
     if manager is not None:
         return Decision("cluster", f"runPolicy.managedBy names {manager}, which only acts on the {kind} resource")
     if not crd_served:
-        return Decision("airflow", f"the {kind} CRD ({group}) is not served by this cluster")
+        return Decision("airflow", f"the {kind} CRD ({api_version}) is not served by this cluster")
     if not acting:
         return Decision("airflow", f"no controller wrote the {kind} resource's status in time; it was deleted")
     return Decision("cluster", f"the {kind} CRD is served and its controller acts on the job")
