@@ -3,13 +3,15 @@ its XCom, and readers of what each controller left in a namespace."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
 from kubernetes import client
+from support.local_hook import LocalHook
 from support.task_log import RecordingLog
 
+from airflow_broadcast.operators.broadcast_job import BroadcastJobOperator
 from airflow_broadcast.reconcilers.handoff import RESOURCES
 
 SIM = "sim.airflow-broadcast.io"
@@ -87,3 +89,22 @@ def pod_owners(core: client.CoreV1Api, namespace: str) -> set[tuple[str, bool]]:
     """(owner kind, is it the controller) over every pod of the namespace."""
     return {(ref.kind, bool(ref.controller)) for pod in core.list_namespaced_pod(namespace).items
             for ref in pod.metadata.owner_references or []}
+
+
+Runner = Callable[[Any], tuple[Any, RecordingTI, str]]
+
+
+def task_runner(kubeconfig: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runner]:
+    """For a fixture: run tasks inline, their cluster calls going to the test cluster, where the real controllers
+    run."""
+    hook = LocalHook(kubeconfig, monkeypatch)
+    yield lambda task: run_task(task, monkeypatch)
+    hook.close_now()
+
+
+def broadcast_task(node_factory: Any, namespace: str, name: str, result: str | None,
+                   **params: Any) -> BroadcastJobOperator:
+    """A BroadcastJob task run inline, on a pool of two fake nodes of its own."""
+    node_factory(2, labels={"pool": namespace})
+    return BroadcastJobOperator(task_id="bcj", manifest=broadcast_job(name, namespace, result), namespace=namespace,
+                                deferrable=False, **params)

@@ -4,31 +4,26 @@ the controller is never reconciled by the training-operator running beside it.""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from handoff_support import RecordingTI, broadcast_job, custom_resources, job_records, pod_owners, run_task, tf_job
+from handoff_support import Runner, broadcast_task, custom_resources, job_records, pod_owners, task_runner, tf_job
 from kubernetes import client
-from support.local_hook import LocalHook
 from support.waits import wait_until
 
-from airflow_broadcast.operators.broadcast_job import BroadcastJobOperator
 from airflow_broadcast.operators.tf_job import TFJobOperator
 from devcluster.control_plane import ClusterInfo, ControlPlane
 from devcluster.upstream import UpstreamControllers
 
-Runner = Callable[[Any], tuple[Any, RecordingTI, str]]
 TFJOB_CRD = "tfjobs.kubeflow.org"
 pytestmark = [pytest.mark.cluster, pytest.mark.differential]
 
 
 @pytest.fixture
 def as_task(kubeconfig: str, upstream: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runner]:
-    hook = LocalHook(kubeconfig, monkeypatch)
-    yield lambda task: run_task(task, monkeypatch)
-    hook.close_now()
+    yield from task_runner(kubeconfig, monkeypatch)
 
 
 @pytest.fixture
@@ -45,17 +40,13 @@ def controllers_stopped(cluster: ClusterInfo, upstream: Any) -> Iterator[Upstrea
 def test_handoff_auto_picks_cluster_when_the_controller_acts(
         as_task: Runner, api_client: client.ApiClient, core_api: client.CoreV1Api, node_factory: Any,
         upstream_namespace: str) -> None:
-    ns = upstream_namespace
-    node_factory(2, labels={"pool": ns})
-    task = BroadcastJobOperator(task_id="bcj", manifest=broadcast_job("bcj-auto", ns, "Succeeded"), namespace=ns,
-                                controller="auto", deferrable=False)
-
-    result, _, log = as_task(task)
+    result, _, log = as_task(broadcast_task(node_factory, upstream_namespace, "bcj-auto", "Succeeded",
+                                            controller="auto"))
 
     assert "controller='cluster' runs BroadcastJob" in log
-    (resource,) = custom_resources(api_client, "BroadcastJob", ns)
+    (resource,) = custom_resources(api_client, "BroadcastJob", upstream_namespace)
     assert result["uid"] == resource["metadata"]["uid"] and result["phase"] == "completed"
-    assert job_records(core_api, ns) == []
+    assert job_records(core_api, upstream_namespace) == []
 
 
 def test_handoff_airflow_mode_tfjob_is_not_reconciled_by_training_operator(
@@ -77,9 +68,7 @@ def test_handoff_auto_keeps_airflow_when_no_controller_acts(
         as_task: Runner, controllers_stopped: Any, api_client: client.ApiClient, core_api: client.CoreV1Api,
         node_factory: Any, upstream_namespace: str) -> None:
     ns = upstream_namespace
-    node_factory(2, labels={"pool": ns})
-    task = BroadcastJobOperator(task_id="bcj", manifest=broadcast_job("bcj-none", ns, "Succeeded"), namespace=ns,
-                                controller="auto", handoff_probe_seconds=3, deferrable=False)
+    task = broadcast_task(node_factory, ns, "bcj-none", "Succeeded", controller="auto", handoff_probe_seconds=3)
 
     result, _, log = as_task(task)
 

@@ -7,21 +7,22 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from handoff_support import (
     RecordingTI,
+    Runner,
     broadcast_job,
+    broadcast_task,
     custom_resources,
     job_records,
     pod_owners,
-    run_task,
+    task_runner,
     tf_job,
 )
 from kubernetes import client
-from support.local_hook import LocalHook
 from support.waits import wait_until
 
 from airflow_broadcast.exceptions import JobFailedError
@@ -30,16 +31,12 @@ from airflow_broadcast.operators.tf_job import TFJobOperator
 from airflow_broadcast.sensors.broadcast_job import BroadcastJobSensor
 from airflow_broadcast.triggers.handoff import HandoffTrigger
 
-Runner = Callable[[Any], tuple[Any, RecordingTI, str]]
 pytestmark = [pytest.mark.cluster, pytest.mark.differential]
 
 
 @pytest.fixture
 def as_task(kubeconfig: str, upstream: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runner]:
-    """Runs a task inline; its cluster calls reach the test cluster, where the real controllers run."""
-    hook = LocalHook(kubeconfig, monkeypatch)
-    yield lambda task: run_task(task, monkeypatch)
-    hook.close_now()
+    yield from task_runner(kubeconfig, monkeypatch)
 
 
 def conditions(result: dict[str, Any]) -> dict[str, str]:
@@ -50,9 +47,7 @@ def test_handoff_broadcast_job_runs_on_kruise_and_returns_the_summary(
         as_task: Runner, api_client: client.ApiClient, core_api: client.CoreV1Api, node_factory: Any,
         upstream_namespace: str) -> None:
     ns = upstream_namespace
-    node_factory(2, labels={"pool": ns})
-    task = BroadcastJobOperator(task_id="bcj", manifest=broadcast_job("bcj-ok", ns, "Succeeded"), namespace=ns,
-                                controller="cluster", deferrable=False)
+    task = broadcast_task(node_factory, ns, "bcj-ok", "Succeeded", controller="cluster")
 
     result, ti, log = as_task(task)
 
@@ -71,9 +66,7 @@ def test_handoff_broadcast_job_runs_on_kruise_and_returns_the_summary(
 def test_handoff_broadcast_job_failure_fails_the_task(
         as_task: Runner, node_factory: Any, upstream_namespace: str) -> None:
     ns = upstream_namespace
-    node_factory(1, labels={"pool": ns})
-    task = BroadcastJobOperator(task_id="bcj", manifest=broadcast_job("bcj-bad", ns, "Failed"), namespace=ns,
-                                controller="cluster", deferrable=False)
+    task = broadcast_task(node_factory, ns, "bcj-bad", "Failed", controller="cluster")
 
     with pytest.raises(JobFailedError, match=f"BroadcastJob {ns}/bcj-bad failed"):
         as_task(task)
@@ -134,12 +127,11 @@ def test_handoff_trigger_on_kill_deletes_the_custom_resource_unless_kept(
 def test_handoff_retry_reattaches_and_sensor_waits_on_the_resource(
         as_task: Runner, api_client: client.ApiClient, node_factory: Any, upstream_namespace: str) -> None:
     ns = upstream_namespace
-    node_factory(2, labels={"pool": ns})
-    manifest = broadcast_job("bcj-sense", ns, "Succeeded")
-    first, _, _ = as_task(BroadcastJobOperator(task_id="bcj", manifest=manifest, namespace=ns, controller="cluster",
-                                                wait_for_completion=False, deferrable=False))
-    retry, _, log = as_task(BroadcastJobOperator(task_id="bcj", manifest=manifest, namespace=ns,
-                                                  controller="cluster", wait_for_completion=False, deferrable=False))
+    first, _, _ = as_task(broadcast_task(node_factory, ns, "bcj-sense", "Succeeded", controller="cluster",
+                                         wait_for_completion=False))
+    retry, _, log = as_task(BroadcastJobOperator(task_id="bcj", manifest=broadcast_job("bcj-sense", ns, "Succeeded"),
+                                                  namespace=ns, controller="cluster", wait_for_completion=False,
+                                                  deferrable=False))
     assert retry["uid"] == first["uid"] and "re-attached" in log
 
     sensor = BroadcastJobSensor(task_id="wait", job_name="bcj-sense", namespace=ns, controller="cluster",

@@ -78,11 +78,10 @@ async def submit_resource(client: KubeClient, kind: JobKind[Any, Any], manifest:
             await _until_gone(client, kind.name, namespace, name)
             continue
         owner = view.annotations.get(SUBMITTED_BY, "")
-        if reattach and owner == submitter:
-            return existing, True
-        raise JobConflictError(
-            f"{kind.name} {namespace}/{name} already exists and runs (submitted by {owner or 'someone else'}); "
-            "wait for it, delete it, or give this job another name")
+        if not reattach or owner != submitter:
+            raise JobConflictError(f"{kind.name} {namespace}/{name} already exists and runs (submitted by "
+                                   f"{owner or 'someone else'}); wait for it, delete it, or give this job another name")
+        return existing, True
     raise JobConflictError(f"could not create {kind.name} {namespace}/{name}: it keeps being recreated")
 
 
