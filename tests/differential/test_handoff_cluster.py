@@ -145,3 +145,22 @@ def test_handoff_retry_reattaches_and_sensor_waits_on_the_resource(
     assert done is not False
     assert done.xcom_value["uid"] == first["uid"] and done.xcom_value["phase"] == "completed"
     assert len(custom_resources(api_client, "BroadcastJob", ns)) == 1
+
+
+def test_handoff_deferred_trigger_fires_once_and_the_task_concludes_from_the_resource(
+        as_task: Runner, upstream_namespace: str) -> None:
+    ns = upstream_namespace
+    task = TFJobOperator(task_id="tf", manifest=tf_job("tf-defer", "Succeeded"), namespace=ns, controller="cluster",
+                         wait_for_completion=False, deferrable=False)
+    as_task(task)
+    assert task._args is not None
+    trigger = HandoffTrigger(**HandoffTrigger(task._args).serialize()[1])  # as a restarted triggerer rebuilds it
+
+    async def first_event() -> dict[str, Any]:
+        return dict((await anext(trigger.run())).payload)  # type: ignore[arg-type]
+
+    event = asyncio.run(asyncio.wait_for(first_event(), 90))
+
+    assert (event["status"], event["namespace"], event["record_name"]) == ("finished", ns, "tf-defer")
+    result = task.execute_handoff_complete({"ti": RecordingTI("tf")}, event)  # type: ignore[arg-type]
+    assert result["phase"] == "Succeeded" and result["uid"] == task._args.uid
