@@ -12,6 +12,7 @@ from airflow_broadcast.cluster.kinds.registry import JobOptions, kind_for
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.hooks.kubernetes import connection_namespace
+from airflow_broadcast.operators.handoff_flow import choose, conclude_handed_off, delete_on_kill, run_handed_off
 from airflow_broadcast.operators.janitor_check import ttl_janitor_warnings
 from airflow_broadcast.operators.job_runtime import (
     conclude,
@@ -58,6 +59,11 @@ class ReconciledJobOperator(JobTaskSettings):
     :param startup_timeout_seconds: fail the task when a pod of the job has been Pending (not scheduled, or
         its containers not started) for longer, counted from the pod's creation; its active pods are then
         deleted as on a timeout (per `on_kill_action`). 0 or None: no limit.
+    :param controller: `airflow` (default): Airflow is the job's controller. `cluster`: create the real custom
+        resource and leave it to the cluster's controller (OpenKruise, training-operator), waiting on its status;
+        `on_kill` and `execution_timeout` delete it (per `on_kill_action`). `auto`: `cluster` when the CRD is
+        served and a controller writes the job's status within `handoff_probe_seconds`, else `airflow`.
+    :param handoff_probe_seconds: how long `auto` waits for a controller to act on the job (default 30).
     """
 
     kind: ClassVar[KindName]
@@ -80,6 +86,7 @@ class ReconciledJobOperator(JobTaskSettings):
         self.on_kill_action = on_kill_action
         self.finish_in_triggerer = finish_in_triggerer
         self._args: JobTriggerArgs | None = None
+        self._handed_off = False
 
     def _do_render_template_fields(self, parent: Any, template_fields: Iterable[str], context: Any,
                                    jinja_env: jinja2.Environment, seen_oids: set[int]) -> None:
@@ -117,6 +124,14 @@ class ReconciledJobOperator(JobTaskSettings):
         job = self.parse(self.manifest, self.namespace, default_ns)
         ti = context["ti"]
         submitter = f"{ti.dag_id}/{ti.task_id}/{ti.run_id}/{getattr(ti, 'map_index', -1)}"
+        if self.controller != "airflow":
+            chosen = choose(self, job, submitter, self.controller)
+            if chosen.resource is not None:
+                meta = chosen.resource["metadata"]
+                self._args = self._trigger_args(meta["namespace"], meta["name"], meta["uid"], context,
+                                                execution_deadline(context, self.execution_timeout))
+                self._handed_off = True
+                return run_handed_off(self, chosen, self._args, context)
         record, reattached = run_on_worker(lambda: self._submit(job, submitter))
         deadline = execution_deadline(context, self.execution_timeout)
         self._args = self._trigger_args(record.namespace, record.name, record.uid, context, deadline)
@@ -161,6 +176,11 @@ class ReconciledJobOperator(JobTaskSettings):
         self._args = self._trigger_args(event["namespace"], event["record_name"], event["uid"], context)
         return self._conclude(event["status"], event.get("message", ""))
 
+    def execute_handoff_complete(self, context: Any, event: JobEventPayload) -> JobIdentity:
+        """The end of a deferral in `cluster` mode: conclude from the custom resource."""
+        self._args = self._trigger_args(event["namespace"], event["record_name"], event["uid"], context)
+        return conclude_handed_off(self._args, event["status"], event.get("message", ""), self.log, self.job_kind())
+
     def _conclude(self, outcome: str, message: str) -> JobIdentity:
         assert self._args is not None
         return conclude(self._args, outcome, message, self.log, log_tail_lines=self.log_tail_lines,
@@ -169,6 +189,9 @@ class ReconciledJobOperator(JobTaskSettings):
     def on_kill(self) -> None:
         """Worker-side kill (deferrable=False): stop the job's active pods unless told to keep them."""
         if self._args is None or self.on_kill_action == "keep":
+            return
+        if self._handed_off:
+            delete_on_kill(self, self._args)
             return
         from airflow_broadcast.cluster.job_control import stop_active_children
 

@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 
 from airflow_broadcast.config import current_settings
 from airflow_broadcast.operators.job_runtime import DEFAULT_STARTUP_TIMEOUT_SECONDS
+from airflow_broadcast.reconcilers.handoff import DEFAULT_PROBE_SECONDS, check_controller, check_probe_seconds
 from airflow_broadcast.reconcilers.kind import KindName
 from airflow_broadcast.triggers.job_reconcile import check_visibility
 from airflow_broadcast.version_compat import BaseOperator, conf
@@ -26,7 +27,8 @@ class JobTaskSettings(BaseOperator):
                  deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=True),
                  resync_seconds: float = current_settings().resync_seconds, log_tail_lines: int = 50,
                  max_logged_failures: int = 5,
-                 startup_timeout_seconds: float | None = DEFAULT_STARTUP_TIMEOUT_SECONDS, **kwargs: Any) -> None:
+                 startup_timeout_seconds: float | None = DEFAULT_STARTUP_TIMEOUT_SECONDS, controller: str = "airflow",
+                 handoff_probe_seconds: float = DEFAULT_PROBE_SECONDS, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         check_visibility(self.kind, startup_timeout_seconds, self.get_logs)
         self.namespace = namespace
@@ -37,3 +39,5 @@ class JobTaskSettings(BaseOperator):
         self.log_tail_lines = log_tail_lines
         self.max_logged_failures = max_logged_failures
         self.startup_timeout_seconds = startup_timeout_seconds
+        self.controller = check_controller(controller)  # see docs/handoff.md
+        self.handoff_probe_seconds = check_probe_seconds(handoff_probe_seconds)

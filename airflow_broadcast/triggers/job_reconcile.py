@@ -174,16 +174,19 @@ class JobReconcileTrigger(BaseTrigger):
         if await self._still_deferred():
             self.log.info("on_kill ignored: the task is still deferred (trigger reassigned to another triggerer)")
             return
-        from airflow_broadcast.cluster.job_control import stop_active_children
-
         try:
             client = await self._hook().kube_client()
-            deleted = await asyncio.wait_for(
-                stop_active_children(client, args.namespace, args.record_name, args.uid), 25)
-            self.log.info("on_kill: deleted %d active pod(s) of %s %s/%s", deleted, args.kind, args.namespace,
-                          args.record_name)
+            self.log.info("on_kill: %s", await asyncio.wait_for(self._stop(client), 25))
         except Exception as exc:
             self.log.warning("on_kill could not stop %s %s: %s", args.kind, args.record_name, exc)
+
+    async def _stop(self, client: KubeClient) -> str:
+        """What on_kill does to the job, said in one line: here, delete its active pods."""
+        from airflow_broadcast.cluster.job_control import stop_active_children
+
+        args = self.args
+        deleted = await stop_active_children(client, args.namespace, args.record_name, args.uid)
+        return f"deleted {deleted} active pod(s) of {args.kind} {args.namespace}/{args.record_name}"
 
     async def _still_deferred(self) -> bool:
         key = self.args.task_key
