@@ -19,12 +19,12 @@ from airflow_broadcast.cluster.worker_loop import run_on_worker
 from airflow_broadcast.exceptions import JobFailedError
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
 from airflow_broadcast.operators.job_runtime import TIMEOUTS, defer_timeout
-from airflow_broadcast.operators.task_output import shown_message, shown_result
 from airflow_broadcast.reconcilers.handoff import Controller, resource_view
 from airflow_broadcast.reconcilers.kind import JobIdentity, JobKind, ParsedJob, SubmittedJob, identity
 from airflow_broadcast.triggers.handoff import HandoffTrigger, wait_handed_off
 from airflow_broadcast.triggers.job_reconcile import JobTriggerArgs
 from airflow_broadcast.triggers.progress import TaskLog
+from airflow_broadcast.triggers.task_output import shown_message, shown_result
 
 COMPLETE_METHOD = "execute_handoff_complete"
 
