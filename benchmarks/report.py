@@ -138,7 +138,8 @@ def render() -> str:
     if results["detection"]:
         lines += _simple("Detection in a real triggerer", results["detection"],
                          ["runs", "last_done_to_task_success_p50_seconds", "last_done_to_task_success_max_seconds",
-                          "task_states"])
+                          "last_done_to_task_success_p50_seconds_finish_in_triggerer",
+                          "last_done_to_task_success_max_seconds_finish_in_triggerer", "task_states"])
     if results["tf_job"]:
         lines += _simple("TFJob", results["tf_job"], ["chief", "ps", "workers", "condition", "pods", "services",
                                                        "job_seconds", "engine_peak_rss_mib", "engine_cpu_seconds"])
