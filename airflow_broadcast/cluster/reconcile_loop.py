@@ -192,8 +192,8 @@ async def run_reconcile_loop(
                 continue
             if applied.record is not None:
                 records.upsert(applied.record, notify=False)
-                raw, record = applied.record, record_view(applied.record)
-                viewed = (raw, record)
+                viewed = (applied.record, record_view(applied.record))
+                raw, record = viewed
             took = time.monotonic() - started
             if progress is not None:
                 progress(record)
@@ -215,7 +215,7 @@ async def run_reconcile_loop(
             timer = earliest(requeue, None if deadline is None else deadline - now,
                              None if startup.next_check is None else startup.next_check - now)
             await wait_for_work(wake, None if timer is None else time.monotonic() + timer, resync,
-                        lambda: _permanent_watch_error(records, watched) is not None)
+                                lambda: _permanent_watch_error(records, watched) is not None)
             await asyncio.sleep(coalesce_gap(time.monotonic() - started, took))
     finally:
         if feed is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -13,19 +12,17 @@ class SpecMemo(Generic[S]):
     """One slot: the last manifest and its spec. A kind instance drives one job, so one slot is enough.
 
     Parsing and validating a manifest costs milliseconds; an idle job re-reads the same one on every
-    pass, and 1,000 of them share one event loop. A pass may run in a worker thread, hence the lock.
+    pass, and 1,000 of them share one event loop. The slot is one tuple, replaced whole, so a pass in
+    a worker thread reads either the old slot or the new one.
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self._slot: tuple[Mapping[str, Any], str, S] | None = None
 
     def get(self, manifest: Mapping[str, Any], namespace: str, parse: Callable[[], S]) -> S:
-        with self._lock:
-            slot = self._slot
+        slot = self._slot
         if slot is not None and slot[1] == namespace and (slot[0] is manifest or slot[0] == manifest):
             return slot[2]
         spec = parse()
-        with self._lock:
-            self._slot = (manifest, namespace, spec)
+        self._slot = (manifest, namespace, spec)
         return spec

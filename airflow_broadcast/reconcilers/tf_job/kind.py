@@ -9,13 +9,14 @@ from typing import Any, ClassVar, Literal, TypedDict, cast
 from airflow_broadcast.reconcilers.kind import Condition, JobIdentity, ParsedJob, identity, spec_section
 from airflow_broadcast.reconcilers.observed import JobRecord, PodGroupInfo, PodInfo, ServiceInfo
 from airflow_broadcast.reconcilers.plan import Plan
+from airflow_broadcast.reconcilers.spec_memo import SpecMemo
 from airflow_broadcast.reconcilers.tf_job import status as st
 from airflow_broadcast.reconcilers.tf_job.options import TFJobOptions
 from airflow_broadcast.reconcilers.tf_job.reconciler import reconcile_tf_job
 from airflow_broadcast.specs.field_errors import InvalidSpecError
 from airflow_broadcast.specs.manifest_text import parse_manifest
 from airflow_broadcast.specs.tf_job import API_VERSION, parse_tf_job, validate_tf_job_update
-from airflow_broadcast.specs.tf_job.spec import CONTAINER_NAME
+from airflow_broadcast.specs.tf_job.spec import CONTAINER_NAME, TFJobSpec
 from airflow_broadcast.specs.timestamps import from_rfc3339
 
 
@@ -85,6 +86,7 @@ class TFJobKind:
     name: ClassVar[Literal["TFJob"]] = "TFJob"
     api_version: ClassVar[str] = API_VERSION
     options: TFJobOptions = field(default_factory=TFJobOptions)
+    specs: SpecMemo[TFJobSpec] = field(default_factory=SpecMemo, compare=False, repr=False)
 
     def parse(self, manifest: Mapping[str, Any] | str, *, namespace: str | None,
               default_namespace: str) -> ParsedJob:
@@ -104,7 +106,8 @@ class TFJobKind:
         parse_tf_job(new, namespace=namespace)
 
     def reconcile(self, record: JobRecord, observed: TFObserved, now: float) -> Plan:
-        spec = parse_tf_job(record.manifest, namespace=record.namespace)
+        spec = self.specs.get(record.manifest, record.namespace,
+                              lambda: parse_tf_job(record.manifest, namespace=record.namespace))
         return reconcile_tf_job(spec, record, observed.pods, observed.services, now, self.options,
                                 pod_groups=observed.pod_groups, priorities=observed.priorities)
 
