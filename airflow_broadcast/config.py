@@ -25,6 +25,7 @@ class Settings:
     client_burst: int = 1000
     client_request_timeout: float = 60.0
     client_max_retries: int = 5
+    client_max_inflight: int = 32
     credential_refresh_seconds: float = 60.0
     resync_seconds: float = 30.0
     thread_threshold: int = 200
@@ -44,6 +45,11 @@ DESCRIPTIONS: dict[str, str] = {
     "client_max_retries": (
         "Retries of a Kubernetes API request that failed with a retryable error (429, 5xx, unreachable), "
         "with exponential backoff or the server's Retry-After."
+    ),
+    "client_max_inflight": (
+        "Requests (not watches) the shared Kubernetes client has in flight at once; each needs its own "
+        "connection, and an open TLS connection holds about 256 KiB of buffers, so this bounds the "
+        "connections a triggerer keeps open however many jobs it runs."
     ),
     "credential_refresh_seconds": (
         "Kubeconfig credentials (exec plugins such as ``aws eks get-token``, OIDC) are reloaded at most this "

@@ -102,9 +102,10 @@ class KubeClient:
     """Thin async client over an ApiClient. Share one instance per process and cluster."""
 
     def __init__(self, api_client: Any, *, qps: float = 500.0, burst: int = 1000,
-                 request_timeout: float = 60.0, max_retries: int = 5) -> None:
+                 request_timeout: float = 60.0, max_retries: int = 5, max_inflight: int = 32) -> None:
         self._api = api_client
         self.limiter = RateLimiter(qps, burst)
+        self._inflight = asyncio.Semaphore(max(1, max_inflight))  # each request in flight holds a connection
         self.request_timeout = request_timeout
         self.max_retries = max_retries
         self.requests_sent = 0
@@ -142,15 +143,16 @@ class KubeClient:
         self.requests_sent += 1
         headers = {"Accept": "*/*" if raw_body else "application/json", "Content-Type": content_type}
         try:
-            resp = await self._api.call_api(
-                path, method, query_params=list((query or {}).items()), header_params=headers,
-                body=body, auth_settings=["BearerToken"], _preload_content=False,
-                _request_timeout=timeout or self.request_timeout,
-            )
-            async with resp:
-                raw = await resp.read()
-                status = resp.status
-                retry_after = resp.headers.get("Retry-After")
+            async with self._inflight:
+                resp = await self._api.call_api(
+                    path, method, query_params=list((query or {}).items()), header_params=headers,
+                    body=body, auth_settings=["BearerToken"], _preload_content=False,
+                    _request_timeout=timeout or self.request_timeout,
+                )
+                async with resp:
+                    raw = await resp.read()
+                    status = resp.status
+                    retry_after = resp.headers.get("Retry-After")
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise TransportError(0, "Unreachable", f"{type(exc).__name__}: {exc}",
                                  verb=method, target=path) from exc

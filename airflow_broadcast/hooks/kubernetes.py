@@ -59,13 +59,14 @@ class BroadcastKubernetesHook(BaseHook):
         s = self.settings
         return await shared_client(self._client_key(), self._new_api_client, freeze_heap=s.freeze_startup_heap,
                                    qps=s.client_qps, burst=s.client_burst, request_timeout=s.client_request_timeout,
-                                   max_retries=s.client_max_retries)
+                                   max_retries=s.client_max_retries, max_inflight=s.client_max_inflight)
 
     async def _new_api_client(self) -> Any:
         from kubernetes_asyncio import client as async_client
 
         source = ConnectionConfig.from_extras(await self.connection_extras(), self.cluster_context)
         configuration = async_client.Configuration()
+        configuration.connection_pool_maxsize = 0  # no pool cap: watches hold theirs, KubeClient caps requests
         loader = await source.load(configuration)
         if loader is not None:
             refresher = CredentialRefresher(source, loader, self.settings.credential_refresh_seconds)

@@ -76,3 +76,39 @@ async def test_shared_client_is_built_once_per_loop_and_key() -> None:
     other = await shared_client("conn-b", factory)
     assert other is not clients[0]
     assert clients_on_this_loop() == 2
+
+
+class _SlowApi:
+    """An ApiClient whose answers take a while: counts the requests in flight at once."""
+
+    def __init__(self) -> None:
+        self.inflight = 0
+        self.peak = 0
+
+    async def call_api(self, *args: Any, **kwargs: Any) -> Any:
+        self.inflight += 1
+        self.peak = max(self.peak, self.inflight)
+        api = self
+
+        class Response:
+            status = 200
+            headers: dict[str, str] = {}
+
+            async def __aenter__(self) -> Response:
+                return self
+
+            async def __aexit__(self, *exc: object) -> None:
+                api.inflight -= 1
+
+            async def read(self) -> bytes:
+                await asyncio.sleep(0.01)
+                return b"{}"
+
+        return Response()
+
+
+async def test_requests_in_flight_are_capped_so_connections_stay_few() -> None:
+    api = _SlowApi()
+    kube = KubeClient(api, qps=0, max_inflight=4)
+    await asyncio.gather(*(kube.get(f"/x/{i}") for i in range(40)))
+    assert api.peak == 4
