@@ -9,14 +9,18 @@ carry the resourceVersion (optimistic concurrency).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_broadcast.cluster.api_errors import NotFound
+from airflow_broadcast.cluster.api_errors import ClusterApiError, NotFound
 from airflow_broadcast.cluster.api_paths import api_path
+from airflow_broadcast.cluster.informers import Informer
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.reconcilers import expiry
 from airflow_broadcast.reconcilers.observed import JobRecord
+
+log = logging.getLogger(__name__)
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "airflow-broadcast"
@@ -133,4 +137,23 @@ async def delete_record(client: KubeClient, namespace: str, name: str, uid: str 
         await client.delete(record_path(namespace, name), propagation="Background", preconditions_uid=uid or None)
     except NotFound:
         return False
+    return True
+
+
+async def refresh_record(client: KubeClient, records: Informer[JsonDict], namespace: str, record_name: str) -> bool:
+    """M5: a status write lost to another writer (409): GET the record now instead of trusting the cache.
+
+    The next pass recomputes from the fresh version, so the other writer's changes are kept
+    and nothing depends on how far behind the watch is. False when the GET itself failed.
+    """
+    log.info("job record %s/%s changed under us (409 on the status write); re-reading it", namespace, record_name)
+    try:
+        fresh = await get_record(client, namespace, record_name)
+    except ClusterApiError as exc:
+        log.warning("could not re-read job record %s/%s: %s", namespace, record_name, exc.describe())
+        return False
+    if fresh is None:
+        records.remove(record_name)
+    else:
+        records.upsert(fresh, notify=False)
     return True

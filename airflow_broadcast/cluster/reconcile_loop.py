@@ -22,9 +22,9 @@ from airflow_broadcast.cluster.job_records import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
     cached_record,
-    get_record,
     record_view,
     records_path,
+    refresh_record,
 )
 from airflow_broadcast.cluster.job_warnings import JobWarning, JobWarnings, events_informer
 from airflow_broadcast.cluster.kube_client import Backoff, JsonDict, KubeClient
@@ -108,13 +108,14 @@ async def run_reconcile_loop(
     deadline: float | None = None, resync: float = RESYNC_SECONDS,
     progress: Callable[[JobRecord], None] | None = None, single_pass: bool = False,
     startup_timeout: float | None = None, warnings: Callable[[JobWarning], None] | None = None,
-    thread_threshold: int = THREAD_THRESHOLD,
+    thread_threshold: int = THREAD_THRESHOLD, flush: bool = True,
 ) -> LoopOutcome:
     """Drive one job until it finishes (or settles), disappears, or `deadline` (epoch) passes.
 
     `startup_timeout` (seconds) ends it when a pod has been Pending that long; `warnings`
     receives the job's Warning events and warning pod statuses as they appear. A pass over
-    more than `thread_threshold` children and nodes runs in a worker thread.
+    more than `thread_threshold` children and nodes runs in a worker thread. `flush=False` leaves the
+    job's queued Kubernetes events to the caller (a trigger flushes them after its TriggerEvent).
     """
     records = record_informer(client, namespace)
     watched = driver.watch(client, namespace)
@@ -169,6 +170,7 @@ async def run_reconcile_loop(
             started = time.monotonic()
             try:
                 plan = await _reconcile(driver, record, watched, thread_threshold)
+                took = time.monotonic() - started  # the pass itself; the writes that follow leave the loop free
             except ValueError as exc:  # the record's manifest no longer validates (edited by hand)
                 return LoopOutcome(LoopReason.INVALID, record, str(exc))
             failure = _permanent_watch_error(records, watched)
@@ -187,14 +189,13 @@ async def run_reconcile_loop(
                 continue
             failures.reset()
             if applied.conflict:
-                if not await _refresh_record(client, records, namespace, record_name):
+                if not await refresh_record(client, records, namespace, record_name):
                     await wait_event(wake, 1.0)
                 continue
             if applied.record is not None:
                 records.upsert(applied.record, notify=False)
                 viewed = (applied.record, record_view(applied.record))
                 raw, record = viewed
-            took = time.monotonic() - started
             if progress is not None:
                 progress(record)
             if plan.finished:  # its TTL expiry is stamped; the task that reads the result or the sweeper deletes
@@ -222,7 +223,8 @@ async def run_reconcile_loop(
             feed.cancel()
             await asyncio.gather(feed, return_exceptions=True)
         await _report_rest(trouble, warnings, single_pass)
-        await flush_events()
+        if flush:
+            await flush_events()
         for informer, key in subscriptions:
             informer.unsubscribe(key, wake)
         if job_name:
@@ -235,25 +237,6 @@ async def _report_rest(trouble: JobWarnings | None, warnings: Callable[[JobWarni
     if trouble is not None and warnings is not None:
         for warning in [*(await trouble.ready(10.0) if single_pass else []), *trouble.collect()]:
             warnings(warning)
-
-
-async def _refresh_record(client: KubeClient, records: Informer[JsonDict], namespace: str, record_name: str) -> bool:
-    """M5: a status write lost to another writer (409): GET the record now instead of trusting the cache.
-
-    The next pass recomputes from the fresh version, so the other writer's changes are kept
-    and nothing depends on how far behind the watch is. False when the GET itself failed.
-    """
-    log.info("job record %s/%s changed under us (409 on the status write); re-reading it", namespace, record_name)
-    try:
-        fresh = await get_record(client, namespace, record_name)
-    except ClusterApiError as exc:
-        log.warning("could not re-read job record %s/%s: %s", namespace, record_name, exc.describe())
-        return False
-    if fresh is None:
-        records.remove(record_name)
-    else:
-        records.upsert(fresh, notify=False)
-    return True
 
 
 async def _sync_optional(watched: WatchSet) -> str | None:

@@ -44,8 +44,8 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
 
 async def test_defaults_apply_without_a_section(calls: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    event = await JobReconcileTrigger(**KWARGS).run().__anext__()
-    assert event.payload["status"] == "finished"
+    events = [e async for e in JobReconcileTrigger(**KWARGS).run()]
+    assert [e.payload["status"] for e in events] == ["finished"]  # one event; the sweep is awaited after it
     assert calls["loop"]["thread_threshold"] == 200
     assert calls["sweep"] == {"every": 60.0, "unread_grace": 600.0}
     assert "event loop lag" not in capsys.readouterr().out
@@ -56,7 +56,7 @@ async def test_the_triggerers_settings_reach_the_loop_the_sweeper_and_the_lag_lo
     for option, value in {"THREAD_THRESHOLD": "7", "TTL_SWEEP_SECONDS": "5", "UNREAD_RESULT_GRACE_SECONDS": "90",
                           "MEASURE_LOOP_LAG": "True"}.items():
         monkeypatch.setenv(f"AIRFLOW__AIRFLOW_BROADCAST__{option}", value)
-    await JobReconcileTrigger(**KWARGS).run().__anext__()
+    [e async for e in JobReconcileTrigger(**KWARGS).run()]
     assert calls["loop"]["thread_threshold"] == 7
     assert calls["sweep"] == {"every": 5.0, "unread_grace": 90.0}
     logged = capsys.readouterr().out
@@ -65,5 +65,5 @@ async def test_the_triggerers_settings_reach_the_loop_the_sweeper_and_the_lag_lo
 
 async def test_running_a_trigger_routes_counters_to_the_triggerers_stats(calls: dict[str, Any]) -> None:
     assert metrics.airflow_stats().__name__ == metrics.WORKER_STATS  # type: ignore[attr-defined]
-    await JobReconcileTrigger(**KWARGS).run().__anext__()
+    [e async for e in JobReconcileTrigger(**KWARGS).run()]
     assert metrics.airflow_stats().__name__ == metrics.TRIGGERER_STATS  # type: ignore[attr-defined]
