@@ -24,6 +24,7 @@ from benchmarks.common import core_api, new_namespace, node_pool
 from benchmarks.triggerer_load import _submit
 
 BATCH = 50
+FRAMES = int(os.environ.get("PROBE_FRAMES", "4"))  # frames shown per allocation site
 
 
 async def _drive(jobs: list[dict[str, str]], namespace: str, window: float) -> dict[str, Any]:
@@ -65,7 +66,8 @@ async def _drive(jobs: list[dict[str, str]], namespace: str, window: float) -> d
     stats = snap.compare_to(base, "traceback")
     per_job = sum(s.size_diff for s in stats) / max(1, len(tasks))
     top = [{"kib": round(s.size_diff / 1024, 1), "count": s.count_diff,
-            "where": [f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno}" for f in s.traceback[-4:]]} for s in stats[:25]]
+            "where": [f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno}" for f in s.traceback[-FRAMES:]]}
+           for s in stats[:25]]
     for t in [first, *tasks]:
         t.cancel()
     await asyncio.gather(first, *tasks, return_exceptions=True)
