@@ -108,14 +108,13 @@ async def run_reconcile_loop(
     deadline: float | None = None, resync: float = RESYNC_SECONDS,
     progress: Callable[[JobRecord], None] | None = None, single_pass: bool = False,
     startup_timeout: float | None = None, warnings: Callable[[JobWarning], None] | None = None,
-    thread_threshold: int = THREAD_THRESHOLD, flush: bool = True,
+    thread_threshold: int = THREAD_THRESHOLD,
 ) -> LoopOutcome:
     """Drive one job until it finishes (or settles), disappears, or `deadline` (epoch) passes.
 
     `startup_timeout` (seconds) ends it when a pod has been Pending that long; `warnings`
     receives the job's Warning events and warning pod statuses as they appear. A pass over
-    more than `thread_threshold` children and nodes runs in a worker thread. `flush=False` leaves the
-    job's queued Kubernetes events to the caller (a trigger flushes them after its TriggerEvent).
+    more than `thread_threshold` children and nodes runs in a worker thread.
     """
     records = record_informer(client, namespace)
     watched = driver.watch(client, namespace)
@@ -223,8 +222,7 @@ async def run_reconcile_loop(
             feed.cancel()
             await asyncio.gather(feed, return_exceptions=True)
         await _report_rest(trouble, warnings, single_pass)
-        if flush:
-            await flush_events()
+        await flush_events()
         for informer, key in subscriptions:
             informer.unsubscribe(key, wake)
         if job_name:

@@ -17,7 +17,6 @@ from typing import Any, Literal, NotRequired, TypedDict
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
-from airflow_broadcast.cluster.job_events import flush_events
 from airflow_broadcast.cluster.kinds.registry import JobOptions, check_kind, driver_for, options_for
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.log_follow import LogFollower, PodChooser
@@ -144,20 +143,20 @@ class JobReconcileTrigger(BaseTrigger):
             lag = LoopLag() if settings.measure_loop_lag else None
             monitor = asyncio.get_running_loop().create_task(lag.run()) if lag else None
             try:
-                outcome = await drive_job(args, client, self.log, flush=False)
+                outcome = await drive_job(args, client, self.log)
             finally:
                 if monitor is not None and lag is not None:
                     monitor.cancel()
                     self.log.info("event loop lag while reconciling: %s (%d API requests)", json.dumps(lag.report()),
                                   client.requests_sent)
-            ended = None
+            await asyncio.wait([sweep], timeout=5)
             if args.finish_in_triggerer:
                 ended = await success_event(client, args.driver().kind, args.namespace, args.record_name, args.uid,
                                             outcome, self.log)
-            yield ended or self._event(outcome.reason, outcome.message, phase=str(outcome.status.get("phase", "")))
-            # The triggerer has the event; what is left is housekeeping it need not wait for.
-            await flush_events()
-            await asyncio.wait([sweep], timeout=5)
+                if ended is not None:
+                    yield ended
+                    return
+            yield self._event(outcome.reason, outcome.message, phase=str(outcome.status.get("phase", "")))
         except ClusterApiError as exc:
             yield self._event(LoopReason.ERROR, exc.describe())
         except Exception as exc:
@@ -218,8 +217,8 @@ def check_visibility(kind: str, startup_timeout_seconds: float | None, get_logs:
                          f"{', '.join(LOG_TARGETS)} jobs")
 
 
-async def drive_job(args: JobTriggerArgs, client: KubeClient, log: TaskLog, *, single_pass: bool = False,
-                    flush: bool = True) -> LoopOutcome:
+async def drive_job(args: JobTriggerArgs, client: KubeClient, log: TaskLog, *, single_pass: bool = False
+                    ) -> LoopOutcome:
     """Run the reconcile loop with what the task log shows: progress, Warnings, and (`get_logs`) the primary log.
 
     The trigger and the worker (deferrable=False, sensor pokes) both drive a job through this.
@@ -238,7 +237,7 @@ async def drive_job(args: JobTriggerArgs, client: KubeClient, log: TaskLog, *, s
             client, driver, args.namespace, args.record_name, args.uid, deadline=args.deadline,
             resync=args.resync_seconds, progress=ProgressLog(log, driver.kind).update, single_pass=single_pass,
             startup_timeout=args.startup_timeout_seconds, warnings=warnings.add,
-            thread_threshold=current_settings().thread_threshold, flush=flush,
+            thread_threshold=current_settings().thread_threshold,
         )
     finally:
         if follower is not None:
