@@ -18,6 +18,7 @@ from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.informers import Informer
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.reconcilers import expiry
+from airflow_broadcast.reconcilers.json_text import JsonText
 from airflow_broadcast.reconcilers.observed import JobRecord
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,11 @@ def record_path(namespace: str, name: str) -> str:
     return api_path("v1", "configmaps", namespace=namespace, name=name)
 
 
+def manifest_text(manifest: Mapping[str, Any]) -> str:
+    """The stored form of a manifest; one read from a record is stored as it was."""
+    return manifest.text if isinstance(manifest, JsonText) else json.dumps(manifest, sort_keys=True)
+
+
 def new_record(kind: str, job_name: str, namespace: str, manifest: Mapping[str, Any],
                status: Mapping[str, Any], annotations: Mapping[str, str]) -> JsonDict:
     return {
@@ -55,7 +61,7 @@ def new_record(kind: str, job_name: str, namespace: str, manifest: Mapping[str, 
             "labels": {MANAGED_BY_LABEL: MANAGED_BY, KIND_LABEL: kind, JOB_LABEL: job_name},
             "annotations": dict(annotations),
         },
-        "data": {"manifest": json.dumps(manifest, sort_keys=True), "status": json.dumps(status, sort_keys=True)},
+        "data": {"manifest": manifest_text(manifest), "status": json.dumps(status, sort_keys=True)},
     }
 
 
@@ -88,7 +94,7 @@ def record_view(raw: Mapping[str, Any]) -> JobRecord:
         annotations=dict(meta.get("annotations") or {}),
         deleting=bool(meta.get("deletionTimestamp")),
         job_name=str((meta.get("labels") or {}).get(JOB_LABEL, "")),
-        manifest=read_manifest(raw),
+        manifest=JsonText(str((raw.get("data") or {}).get("manifest") or "")),
         raw=raw,
     )
 
@@ -127,7 +133,7 @@ async def write_record(client: KubeClient, raw: Mapping[str, Any], status: Mappi
     if status is not None:
         updated.setdefault("data", {})["status"] = json.dumps(status, sort_keys=True)
     if manifest is not None:
-        updated.setdefault("data", {})["manifest"] = json.dumps(manifest, sort_keys=True)
+        updated.setdefault("data", {})["manifest"] = manifest_text(manifest)
     return await client.replace(record_path(meta["namespace"], meta["name"]), updated)
 
 
