@@ -95,12 +95,15 @@ def test_fleet_a_broadcast_over_unmanaged_nodes_keeps_the_record_and_the_xcom_bo
     pods_path = api_path("v1", "pods", namespace=namespace)
 
     async def body(kube: KubeClient) -> tuple[LoopOutcome, WriteMeter, dict[str, Any], list[Any]]:
+        began = time.monotonic()
         await gathered([kube.create(api_path("v1", "nodes"), unmanaged_node(n, pool)) for n in names])
+        print(f"\n{FLEET_NODES} nodes created in {time.monotonic() - began:.0f} s", flush=True)
+        seen: list[Mapping[str, Any]] = [{}]
         try:
             meter = WriteMeter(kube)
             loop = asyncio.get_running_loop().create_task(run_reconcile_loop(
                 kube, driver_for("BroadcastJob", {"assign_by_scheduler": False}), namespace, submission.name,
-                submission.uid, resync=5.0))
+                submission.uid, resync=5.0, progress=lambda record: seen.__setitem__(0, record.status)))
             finished: set[str] = set()
             while len(finished) < FLEET_NODES and not loop.done():
                 pods, _ = await kube.list_all(pods_path, labelSelector="broadcastjob-name=fleet")
@@ -109,7 +112,13 @@ def test_fleet_a_broadcast_over_unmanaged_nodes_keeps_the_record_and_the_xcom_bo
                                 for p in todo])
                 finished.update(p["metadata"]["name"] for p in todo)
                 await asyncio.sleep(1.0)
-            outcome = await asyncio.wait_for(loop, 600)
+            print(f"every pod finished after {time.monotonic() - began:.0f} s", flush=True)
+            try:
+                outcome = await asyncio.wait_for(loop, max(600.0, FLEET_NODES / 10))
+            except TimeoutError:
+                status = {k: v for k, v in seen[0].items() if not isinstance(v, dict | list)}
+                raise AssertionError(f"the engine did not finish; its last status: {status}") from None
+            print(f"the engine finished after {time.monotonic() - began:.0f} s", flush=True)
             table = await read_node_table(kube, namespace, record_name("BroadcastJob", "fleet"))
             parts, _ = await kube.list_all(api_path("v1", "configmaps", namespace=namespace),
                                            labelSelector="airflow-broadcast.io/part-of")
