@@ -19,9 +19,11 @@ FULL_RESYNC_EVERY = 10  # an unconditional pass at least every 10 resyncs (5 min
 def coalesce_gap(since_start: float, took: float) -> float:
     """How long to wait before a woken pass, so that a burst of watch events costs one pass.
 
-    The gap after a pass is as long as the pass took (at least MIN_PASS_GAP, at most MIN_PASS_INTERVAL):
-    a cheap pass runs again within milliseconds, so the last pod's event reaches the trigger at once,
-    while an expensive pass can use at most about half of the loop's time. No fixed debounce remains.
+    The gap after a pass is as long as its computation took (`took`, at least MIN_PASS_GAP, at most
+    MIN_PASS_INTERVAL), counted from its start: a cheap pass runs again within milliseconds, so the last
+    pod's event reaches the trigger at once, while an expensive pass can use at most about half of the
+    loop's time. The API writes that follow a pass do not count: events that arrive during them wait for
+    the next pass anyway. No fixed debounce remains.
     """
     gap = min(MIN_PASS_INTERVAL, max(MIN_PASS_GAP, took))
     return max(0.0, took + gap - since_start)
