@@ -105,19 +105,24 @@ def test_fleet_a_broadcast_over_unmanaged_nodes_keeps_the_record_and_the_xcom_bo
                 kube, driver_for("BroadcastJob", {"assign_by_scheduler": False}), namespace, submission.name,
                 submission.uid, resync=5.0, progress=lambda record: seen.__setitem__(0, record.status)))
             finished: set[str] = set()
-            while len(finished) < FLEET_NODES and not loop.done():
-                pods, _ = await kube.list_all(pods_path, labelSelector="broadcastjob-name=fleet")
+            deadline = time.monotonic() + max(1200.0, FLEET_NODES / 5)
+            # Play the kubelet until the engine is done. Past 12,500 terminated pods the controller-manager's pod GC
+            # deletes the oldest ones; a node whose pod went before the engine recorded its result gets a new pod.
+            while not loop.done() and time.monotonic() < deadline:
+                pods, _ = await kube.list_all(pods_path, labelSelector="broadcastjob-name=fleet",
+                                              fieldSelector="status.phase=Pending")
                 todo = [p for p in pods if p["metadata"]["name"] not in finished]
                 await gathered([kube.merge_patch(f"{pods_path}/{p['metadata']['name']}/status", succeeded(p))
                                 for p in todo])
+                if len(finished) < FLEET_NODES <= len(finished) + len(todo):
+                    print(f"{FLEET_NODES} pods finished after {time.monotonic() - began:.0f} s", flush=True)
                 finished.update(p["metadata"]["name"] for p in todo)
-                await asyncio.sleep(1.0)
-            print(f"every pod finished after {time.monotonic() - began:.0f} s", flush=True)
-            try:
-                outcome = await asyncio.wait_for(loop, max(600.0, FLEET_NODES / 10))
-            except TimeoutError:
+                await asyncio.sleep(1.0 if todo else 3.0)
+            if not loop.done():
                 status = {k: v for k, v in seen[0].items() if not isinstance(v, dict | list)}
-                raise AssertionError(f"the engine did not finish; its last status: {status}") from None
+                raise AssertionError(f"the engine did not finish; its last status: {status}")
+            outcome = loop.result()
+            print(f"{len(finished) - FLEET_NODES} pods were made again (their first went before it was recorded)")
             print(f"the engine finished after {time.monotonic() - began:.0f} s", flush=True)
             table = await read_node_table(kube, namespace, record_name("BroadcastJob", "fleet"))
             parts, _ = await kube.list_all(api_path("v1", "configmaps", namespace=namespace),
