@@ -18,6 +18,12 @@ Q5_BACKOFF_CLEANUP = ("Q5 (training-operator #3419, follows v1.9.4 by design): v
 Q5_EXPLAINED = {r"^(pods|services)\.": Q5_BACKOFF_CLEANUP,
                 r"^events\.<job>: only upstream: SuccessfulDelete(Pod|Service): ": Q5_BACKOFF_CLEANUP}
 
+E14_ABNORMAL_POD = ("engine difference, for the lead (E14): upstream's abnormal-pod warning for a waiting container "
+                    "reads `Error pod <p> container <c> waiting message: <its message>`, and for a Pending pod takes "
+                    "the condition's reason (`Unschedulable`) as the event reason; ours leaves out the container, "
+                    "gives the waiting reason when the pod has no pending message, and uses the reason `PodPending` "
+                    "with the condition's reason in the message")
+
 
 def replica(count: int, notes: Mapping[str, str], policy: str = "Never", port: bool = True,
             container: str = "tensorflow") -> dict[str, Any]:
@@ -42,6 +48,12 @@ def chief_ps_workers(chief: Mapping[str, str], worker: Mapping[str, str],
                      ps: Mapping[str, str] | None = None) -> dict[str, Any]:
     return {"Chief": replica(1, chief), "PS": replica(1, outcome(result=None) if ps is None else ps),
             "Worker": replica(2, worker)}
+
+
+def unschedulable(spec: dict[str, Any]) -> dict[str, Any]:
+    """A replica whose pods select no node, so they stay Pending."""
+    spec["template"]["spec"]["nodeSelector"] = {"sim.airflow-broadcast.io/no-such-pool": "true"}
+    return spec
 
 
 def tf_case(case_id: str, build: Any, **options: Any) -> Case:
@@ -107,10 +119,10 @@ TF_CASES = [
     tf_case("tf-evaluator-only", lambda: tfjob("dj-evalonly", {"Evaluator": replica(1, outcome())}), hold=6.0),
     # ---- restart policies (E6, E7) ----
     tf_case("tf-onfailure-pod-failed",
-            lambda: tfjob("dj-onfail-pod", {"Worker": replica(1, outcome(result="Failed", fail_until=fail_until(2)),
+            lambda: tfjob("dj-onfail-pod", {"Worker": replica(1, outcome(fail_until=fail_until(2)),
                                                               policy="OnFailure")})),
     tf_case("tf-always-pod-failed",
-            lambda: tfjob("dj-always-pod", {"Worker": replica(1, outcome(result="Failed", fail_until=fail_until(2)),
+            lambda: tfjob("dj-always-pod", {"Worker": replica(1, outcome(fail_until=fail_until(2)),
                                                               policy="Always")})),
     tf_case("tf-exitcode-sigterm",
             lambda: tfjob("dj-sigterm", {"Worker": replica(1, outcome(exit_code="143", fail_until=fail_until(2)),
@@ -129,8 +141,8 @@ TF_CASES = [
     # ---- cleanPodPolicy on pending pods (G2), suspend and resume (K2-K4), TTL (H2) ----
     tf_case("tf-clean-running-pending",
             lambda: tfjob("dj-pending", {"Chief": replica(1, outcome(after="3s")),
-                                         "PS": replica(1, outcome(result=None, image_pull="fail"))},
-                          cleanPodPolicy="Running")),
+                                         "PS": unschedulable(replica(1, RUNS))},
+                          cleanPodPolicy="Running"), issue=E14_ABNORMAL_POD),
     tf_case("tf-resume", lambda: tfjob("dj-resume", {"Worker": replica(2, outcome(after="2s"))}, suspend=True),
             during=((2.0, set_spec(("runPolicy", "suspend"), False)),)),
     tf_case("tf-suspend-while-running", lambda: tfjob("dj-suspending", {"Worker": replica(2, RUNS)}),
@@ -141,8 +153,11 @@ TF_CASES = [
             lambda: tfjob("dj-tf-ttlfail", {"Worker": replica(1, FAILS)}, ttlSecondsAfterFinished=2), ttl=True),
     tf_case("tf-e2e-dist-mnist",
             lambda: tfjob("dist-mnist-for-e2e-test", {
-                "PS": replica(2, RUNS, policy="OnFailure", port=False, container="dist-mnist-ps"),
-                "Worker": replica(4, outcome(after="2s"), policy="OnFailure", port=False,
-                                  container="dist-mnist-worker")}),
-            source="training-operator test/e2e/dist-mnist/README.md (v1alpha2 there; image dropped, outcome scripted)"),
+                "PS": replica(2, RUNS, policy="OnFailure", port=False),
+                "Worker": replica(4, outcome(after="2s"), policy="OnFailure", port=False)}),
+            source="training-operator test/e2e/dist-mnist/README.md (v1alpha2 there: containers renamed `tensorflow` "
+                   "as v1 requires, image dropped, outcome scripted)"),
+    tf_case("tf-abnormal-pod-image-pull",
+            lambda: tfjob("dj-pullfail", {"Worker": replica(1, outcome(result=None, image_pull="fail"))}), hold=6.0,
+            issue=E14_ABNORMAL_POD),
 ]

@@ -15,6 +15,7 @@ class Result:
     explained: dict[str, str] = field(default_factory=dict)  # difference line -> why
     unexplained: list[str] = field(default_factory=list)
     final: str = ""  # our final status, normalised (upstream's is the same unless a line above says otherwise)
+    issue: str = ""  # why an unexplained difference is reported as a suspected engine issue
     sequence: str = ""  # the stages our status went through (upstream's are the same unless a line says otherwise)
 
 
@@ -44,6 +45,8 @@ def render(results: Sequence[Result]) -> str:
         lines.append(f"Sequence (ours): {r.sequence or '(none)'}")
         lines += [f"- `{d}`: {why}" for d, why in r.explained.items()]
         lines += [f"- UNEXPLAINED `{d}`" for d in r.unexplained]
+        if r.issue:
+            lines.append(f"- Reported: {r.issue}")
         lines.append("")
     return "\n".join(lines)
 

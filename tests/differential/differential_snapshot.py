@@ -24,6 +24,9 @@ VOLATILE_LABELS = {"controller-uid", "pod-template-hash", "apps.kruise.io/contro
                    "airflow-broadcast.io/job-uid", "broadcastjob-controller-uid"}
 # The object that owns the children: the custom resource upstream, the job record ConfigMap here.
 JOB_OWNERS = {"ConfigMap", "BroadcastJob", "TFJob"}
+# Events about the job and its children. Others (an Endpoints update racing a service's deletion) are the
+# cluster's own controllers reacting, not a decision of either engine.
+EVENT_KINDS = JOB_OWNERS | {"Pod", "Service"}
 COUNTERS = {"BroadcastJob": ("phase", "desired", "active", "succeeded", "failed")}
 
 
@@ -127,7 +130,7 @@ def snapshot(core: client.CoreV1Api, kind: str, namespace: str, job: str, status
         snap.pods[pod_key(kind, pod)] = normalise_pod(pod, namespace, job)
     for svc in map(_plain, services):
         snap.services[svc["metadata"]["name"].replace(job, "<job>")] = normalise_service(svc, namespace, job)
-    for e in events:
+    for e in (e for e in events if e.involved_object.kind in EVENT_KINDS):
         text = f"{e.reason}: {normalise_message(kind, e.message, namespace, job)}"
         snap.events.setdefault(_owner(e.involved_object.kind), set()).add(text)
     return snap
