@@ -39,6 +39,7 @@ class Snapshot:
     status: dict[str, Any] = field(default_factory=dict)
     sequence: list[str] = field(default_factory=list)
     events: dict[str, set[str]] = field(default_factory=dict)
+    event_counts: dict[str, int] = field(default_factory=dict)  # events recorded per kind of object, repeats included
 
 
 def _plain(obj: Any) -> Any:
@@ -132,7 +133,9 @@ def snapshot(core: client.CoreV1Api, kind: str, namespace: str, job: str, status
         snap.services[svc["metadata"]["name"].replace(job, "<job>")] = normalise_service(svc, namespace, job)
     for e in (e for e in events if e.involved_object.kind in EVENT_KINDS):
         text = f"{e.reason}: {normalise_message(kind, e.message, namespace, job)}"
-        snap.events.setdefault(_owner(e.involved_object.kind), set()).add(text)
+        owner = _owner(e.involved_object.kind)
+        snap.events.setdefault(owner, set()).add(text)
+        snap.event_counts[owner] = snap.event_counts.get(owner, 0) + (e.count or 1)
     return snap
 
 
