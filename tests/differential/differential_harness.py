@@ -1,144 +1,26 @@
-"""Run one manifest through the real controller and through our engine, each in its own namespace, and compare
-what each left behind, normalised for namespaces, uids, generated names and timestamps.
-
-A snapshot holds the pods per node (BroadcastJob) or per replica (TFJob) with the parts of their spec a
-controller decides (labels, affinity, env, TF_CONFIG, ports, restart policy), the services, the final
-status counters and conditions, and the event reasons.
-"""
+"""Run one manifest through the real controller and through our engine, each in its own namespace, and wait
+until each has settled; the comparison of what they left behind is in differential_snapshot.py."""
 
 from __future__ import annotations
 
 import copy
 import json
-import re
+import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from differential_snapshot import compare, normalise_status, snapshot
 from kubernetes import client
+from status_history import GROUPS
 
-GROUPS = {"BroadcastJob": ("apps.kruise.io", "v1beta1", "broadcastjobs"), "TFJob": ("kubeflow.org", "v1", "tfjobs")}
-TF_TYPE = "training.kubeflow.org/replica-type"
-TF_INDEX = "training.kubeflow.org/replica-index"
-# Labels that carry a uid or a hash, or that only one engine's bookkeeping sets, by design.
-VOLATILE_LABELS = {"controller-uid", "pod-template-hash", "apps.kruise.io/controller-revision-hash",
-                   "airflow-broadcast.io/job-uid", "broadcastjob-controller-uid"}
-# The object that owns the children: the custom resource upstream, the job record ConfigMap here.
-JOB_OWNERS = {"ConfigMap", "BroadcastJob", "TFJob"}
-COUNTERS = {"BroadcastJob": ("phase", "desired", "active", "succeeded", "failed")}
+from airflow_broadcast.cluster.job_records import EXPIRES_AT
+from airflow_broadcast.cluster.ttl_sweeper import sweep_expired_records
+from airflow_broadcast.specs.timestamps import from_rfc3339
+
+__all__ = ["compare", "create_upstream", "hold_upstream", "run_ours", "snapshot", "wait_upstream"]
 
 
-@dataclass
-class Snapshot:
-    """What one engine left behind for one job, normalised."""
-
-    pods: dict[str, dict[str, Any]] = field(default_factory=dict)
-    services: dict[str, dict[str, Any]] = field(default_factory=dict)
-    status: dict[str, Any] = field(default_factory=dict)
-    events: list[str] = field(default_factory=list)
-
-
-def _plain(obj: Any) -> Any:
-    return client.ApiClient().sanitize_for_serialization(obj)
-
-
-def _scrub(value: Any, namespace: str, job: str) -> Any:
-    """Replace the namespace (in DNS names, TF_CONFIG, ...) so both runs compare equal where they agree."""
-    text = json.dumps(value, sort_keys=True).replace(f".{namespace}.", ".<ns>.").replace(f'"{namespace}"', '"<ns>"')
-    return json.loads(re.sub(rf"(?<![\w-]){re.escape(job)}(?=[-.\"])", "<job>", text))
-
-
-def pod_key(kind: str, pod: Mapping[str, Any]) -> str:
-    labels = pod["metadata"].get("labels") or {}
-    if kind == "TFJob":
-        return f"{labels.get(TF_TYPE, '?')}-{labels.get(TF_INDEX, '?')}"
-    spec = pod["spec"]
-    return str(spec.get("nodeName") or _pinned_node(spec) or pod["metadata"]["name"])
-
-
-def _pinned_node(spec: Mapping[str, Any]) -> str | None:
-    terms = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-             .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
-    for term in terms:
-        for field_ in term.get("matchFields") or []:
-            if field_.get("key") == "metadata.name":
-                return str(field_["values"][0])
-    return None
-
-
-def normalise_pod(pod: Mapping[str, Any], namespace: str, job: str) -> dict[str, Any]:
-    spec = pod["spec"]
-    containers = []
-    for c in spec.get("containers") or []:
-        env = {e["name"]: e.get("value") for e in c.get("env") or []}
-        if env.get("TF_CONFIG"):
-            env["TF_CONFIG"] = json.loads(env["TF_CONFIG"])
-        containers.append({"name": c["name"], "env": env, "ports": c.get("ports") or []})
-    labels = {k: v for k, v in (pod["metadata"].get("labels") or {}).items() if k not in VOLATILE_LABELS}
-    body = {"labels": labels, "affinity": spec.get("affinity"), "restartPolicy": spec.get("restartPolicy"),
-            "containers": containers, "phase": (pod.get("status") or {}).get("phase"),
-            "owner": [_owner(o["kind"]) for o in pod["metadata"].get("ownerReferences") or []]}
-    return dict(_scrub(body, namespace, job))
-
-
-def _owner(kind: str) -> str:
-    return "<job>" if kind in JOB_OWNERS else kind
-
-
-def normalise_service(svc: Mapping[str, Any], namespace: str, job: str) -> dict[str, Any]:
-    spec = svc["spec"]
-    labels = {k: v for k, v in (svc["metadata"].get("labels") or {}).items() if k not in VOLATILE_LABELS}
-    body = {"labels": labels, "selector": spec.get("selector"), "clusterIP": spec.get("clusterIP"),
-            "ports": [{k: p.get(k) for k in ("name", "port", "targetPort", "protocol")} for p in spec.get("ports", [])]}
-    return dict(_scrub(body, namespace, job))
-
-
-def normalise_status(kind: str, status: Mapping[str, Any]) -> dict[str, Any]:
-    """The counters and the conditions' (type, status, reason), in order; times dropped."""
-    out: dict[str, Any] = {}
-    if kind == "BroadcastJob":
-        out = {k: status.get(k) for k in COUNTERS[kind]}
-    else:
-        out["replicaStatuses"] = {rtype: {k: v for k, v in counts.items() if k in ("active", "succeeded", "failed")}
-                                  for rtype, counts in (status.get("replicaStatuses") or {}).items()}
-    out["conditions"] = [(c.get("type"), c.get("status"), c.get("reason")) for c in status.get("conditions") or []]
-    if status.get("_unfinished"):
-        out["unfinished"] = True
-    return out
-
-
-def snapshot(core: client.CoreV1Api, kind: str, namespace: str, job: str, status: Mapping[str, Any]) -> Snapshot:
-    pods = core.list_namespaced_pod(namespace).items
-    services = core.list_namespaced_service(namespace).items
-    events = core.list_namespaced_event(namespace).items
-    snap = Snapshot(status=normalise_status(kind, status))
-    for pod in map(_plain, pods):
-        snap.pods[pod_key(kind, pod)] = normalise_pod(pod, namespace, job)
-    for svc in map(_plain, services):
-        snap.services[svc["metadata"]["name"].replace(job, "<job>")] = normalise_service(svc, namespace, job)
-    snap.events = sorted({f"{_owner(e.involved_object.kind)}/{e.reason}" for e in events})
-    return snap
-
-
-def diff(ours: Any, theirs: Any, path: str = "") -> list[str]:
-    """Every place the two differ, as `path: ours != theirs` lines."""
-    if isinstance(ours, dict) and isinstance(theirs, dict):
-        out = []
-        for key in sorted(set(ours) | set(theirs), key=str):
-            out += diff(ours.get(key), theirs.get(key), f"{path}.{key}" if path else str(key))
-        return out
-    if ours != theirs:
-        return [f"{path}: ours={ours!r} upstream={theirs!r}"]
-    return []
-
-
-def compare(ours: Snapshot, theirs: Snapshot) -> list[str]:
-    return (diff(ours.pods, theirs.pods, "pods") + diff(ours.services, theirs.services, "services")
-            + diff(ours.status, theirs.status, "status") + diff(ours.events, theirs.events, "events"))
-
-
-# ---- the real controller ---------------------------------------------------------------------
 def finished(kind: str, status: Mapping[str, Any]) -> bool:
     conditions = {c.get("type") for c in status.get("conditions") or [] if c.get("status") == "True"}
     if kind == "BroadcastJob":
@@ -163,21 +45,35 @@ def hold_upstream(api: client.ApiClient, kind: str, namespace: str, name: str, u
     return dict(body.get("status") or {})
 
 
-def wait_upstream(api: client.ApiClient, kind: str, namespace: str, name: str, timeout: float = 60.0,
-                  quiet: float = 2.0) -> dict[str, Any]:
-    """Wait until the controller reports the job finished and then until its status and pods have not changed
-    for `quiet` seconds (its cleanup and last counts land after the condition); returns the status, with
-    `_unfinished: True` when it did not finish within `timeout` seconds."""
+def _read_status(custom: client.CustomObjectsApi, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+    """The job's status, or None once it is deleted."""
     group, version, plural = GROUPS[kind]
+    try:
+        return dict(custom.get_namespaced_custom_object(group, version, namespace, plural, name).get("status") or {})
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def wait_upstream(api: client.ApiClient, kind: str, namespace: str, name: str, timeout: float = 60.0,
+                  quiet: float = 2.0, gone: bool = False) -> dict[str, Any]:
+    """Wait until the controller reports the job finished (with `gone`, until its TTL deleted it) and then until
+    its status and pods have not changed for `quiet` seconds (its cleanup and last counts land after the
+    condition); returns the status, with `_unfinished: True` when it did not finish within `timeout` seconds,
+    or `{"_deleted": True}` once it is deleted."""
     custom = client.CustomObjectsApi(api)
     core = client.CoreV1Api(api)
     deadline = time.monotonic() + timeout
     last: tuple[str, ...] = ()
     quiet_since = 0.0
     while True:
-        status = custom.get_namespaced_custom_object(group, version, namespace, plural, name).get("status") or {}
+        status = _read_status(custom, kind, namespace, name)
         now = time.monotonic()
-        if not finished(kind, status):
+        if status is None:
+            settle_pods(core, namespace, quiet=quiet)
+            return {"_deleted": True}
+        if not finished(kind, status) or gone:
             if now > deadline:
                 return {**status, "_unfinished": True}
         else:
@@ -192,18 +88,38 @@ def wait_upstream(api: client.ApiClient, kind: str, namespace: str, name: str, t
 
 
 def run_ours(engine: Any, kind: str, manifest: Mapping[str, Any], timeout: float = 60.0,
-             hold: float | None = None) -> dict[str, Any]:
+             hold: float | None = None, busy: Callable[[], bool] = lambda: False, gone: bool = False) -> dict[str, Any]:
     """Submit the manifest to our engine and drive its reconcile loop until it finishes (or, for a job that
-    is meant to stay open, such as a paused one, for `hold` seconds); returns its status."""
+    is meant to stay open, such as a paused one, for `hold` seconds); returns its status.
+
+    A `Never` job whose nodes are all done settles, and a waiting task would return; while `busy()` (timed
+    actions still to come) or the hold lasts, the loop is driven again, as a later task would. With `gone`,
+    the job's TTL is waited for and the expired record deleted, as the TTL janitor does once a task has read
+    the result."""
     submission = engine.submit(manifest)
-    if hold is None:
-        outcome = engine.drive(submission, kind, timeout=timeout)
-        assert outcome.reason == "finished", outcome
-    else:
-        outcome = engine.drive(submission, kind, deadline=time.time() + hold, timeout=hold + timeout)
-        assert outcome.reason in ("timeout", "settled"), outcome
+    end = None if hold is None else time.time() + hold
+    while True:
+        outcome = engine.drive(submission, kind, deadline=end, timeout=(hold or 0.0) + timeout)
+        if outcome.reason != "settled" or not (busy() or (end is not None and time.time() < end - 0.5)):
+            break
+        time.sleep(0.5)
+    assert outcome.reason in (("finished",) if hold is None else ("timeout", "settled")), outcome
+    name = manifest["metadata"]["name"]
+    if gone:
+        expire_ours(engine, kind, name)
     settle_pods(engine.core, engine.namespace)
-    return dict(engine.status(kind, manifest["metadata"]["name"]))
+    return {"_deleted": True} if gone else dict(engine.status(kind, name))
+
+
+def expire_ours(engine: Any, kind: str, name: str) -> None:
+    """Wait for the record's TTL stamp, then delete it as the janitor does for a result already read."""
+    record = engine.record(kind, name)
+    assert record is not None
+    expires = from_rfc3339((record.metadata.annotations or {}).get(EXPIRES_AT))
+    assert expires is not None, f"the finished record {name} has no TTL stamp"
+    time.sleep(max(0.0, expires - time.time()))
+    deleted = engine.run_async(lambda kube: sweep_expired_records(kube, engine.namespace, unread_grace=0.0))
+    assert deleted, f"the expired record {name} was not deleted"
 
 
 def settle_pods(core: client.CoreV1Api, namespace: str, quiet: float = 2.0, timeout: float = 20.0) -> None:
@@ -220,3 +136,21 @@ def settle_pods(core: client.CoreV1Api, namespace: str, quiet: float = 2.0, time
         elif time.monotonic() - since >= quiet:
             return
         time.sleep(0.3)
+
+
+def run_actions(actions: list[tuple[float, Callable[[], None]]], start: float,
+                errors: list[BaseException]) -> threading.Thread:
+    """Take each action at its time (seconds after `start`, monotonic) from a background thread; what an
+    action raises goes to `errors` (the test fails on it)."""
+    def play() -> None:
+        for at, action in sorted(actions, key=lambda item: item[0]):
+            time.sleep(max(0.0, start + at - time.monotonic()))
+            try:
+                action()
+            except Exception as exc:  # reported by the test, not lost in the thread
+                errors.append(exc)
+
+    thread = threading.Thread(target=play, name="differential-actions", daemon=True)
+    thread.start()
+    return thread
+
