@@ -24,12 +24,6 @@ E14_ABNORMAL_POD = ("engine difference, for the lead (E14): upstream's abnormal-
                     "gives the waiting reason when the pod has no pending message, and uses the reason `PodPending` "
                     "with the condition's reason in the message")
 
-F10_SECOND_EVENT = ("engine difference, for the lead (E8, F10): in the pass where an ExitCode replica fails with a "
-                    "code below 128, upstream records two `TFJobFailed` events, `job \"<name>\" is failing because "
-                    "\"Worker\" replica(s) failed.` from the pod pass and then `TFJob <ns>/<name> has failed because 1 "
-                    "Worker replica(s) failed.` from the status update (its event does not wait for the condition to "
-                    "change); ours records only the first")
-
 
 def replica(count: int, notes: Mapping[str, str], policy: str = "Never", port: bool = True,
             container: str = "tensorflow") -> dict[str, Any]:
@@ -87,7 +81,7 @@ TF_CASES = [
     tf_case("tf-deadline", lambda: tfjob("dj-tf-deadline", {"Worker": replica(1, RUNS)}, activeDeadlineSeconds=3),
             explained={".": Q1_DEADLINE}, upstream_timeout=15.0),
     tf_case("tf-exitcode-permanent",
-            lambda: tfjob("dj-exitcode", {"Worker": replica(1, FAILS, policy="ExitCode")}), issue=F10_SECOND_EVENT),
+            lambda: tfjob("dj-exitcode", {"Worker": replica(1, FAILS, policy="ExitCode")})),
     tf_case("tf-onfailure-restarts",
             lambda: tfjob("dj-onfailure", {"Worker": replica(1, outcome(restarts="1"), policy="OnFailure")})),
     tf_case("tf-success-all-workers",

@@ -255,9 +255,13 @@ def update_job_status(spec: TFJobSpec, status: dict[str, Any], now: float, *, wo
         return changed
 
     def finish(kind: str, reason: str, message: str) -> bool:
+        """Upstream records the event whether or not the condition changed: an ExitCode failure earlier in the
+        pass, or a second failing type, still gets its own `TFJobFailed` (seen against training-operator)."""
         if status.get("completionTime") is None:
             status["completionTime"] = to_rfc3339(now)
-        return condition(kind, reason, message, reason)
+        changed = condition(kind, reason, message)
+        events.append(JobEvent("Normal", reason, message))
+        return changed
 
     for replica_type in REPLICA_TYPES:
         replica = spec.replica_specs.get(replica_type)

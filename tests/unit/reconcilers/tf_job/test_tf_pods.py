@@ -124,6 +124,18 @@ def test_E8_exit_code_policy_fails_the_job_on_codes_below_128(code: int) -> None
                                          "exitCode": code, "reason": "Error", "message": failed["message"]}
 
 
+def test_E8_an_exit_code_failure_records_both_failed_events_as_upstream_does() -> None:
+    """Upstream's pod pass records `is failing`, then its status update `has failed` (the condition keeps the first)."""
+    cluster = running_cluster({"Worker": 2}, "ExitCode")
+    cluster.set_pod("mnist-worker-1", "Failed", exit_code=1, exit_reason="Error")
+    plan = cluster.step(NOW + 2)
+    assert [(e.reason, e.message) for e in plan.events if e.reason == "TFJobFailed"] == [
+        ("TFJobFailed", 'job "mnist" is failing because "Worker" replica(s) failed.'),
+        ("TFJobFailed", f"TFJob {cluster.spec.namespace}/mnist has failed because 1 Worker replica(s) failed.")]
+    failed = find_condition(cluster.status, "Failed")
+    assert failed is not None and failed["message"] == 'job "mnist" is failing because "Worker" replica(s) failed.'
+
+
 def test_E9_exit_code_failure_without_a_terminated_state_is_retried() -> None:
     cluster = running_cluster({"Worker": 2}, "ExitCode")
     cluster.set_pod("mnist-worker-0", "Failed", waiting_reason="Evicted")
