@@ -111,12 +111,12 @@ def test_fleet_a_broadcast_over_unmanaged_nodes_keeps_the_record_and_the_xcom_bo
             while not loop.done() and time.monotonic() < deadline:
                 pods, _ = await kube.list_all(pods_path, labelSelector="broadcastjob-name=fleet",
                                               fieldSelector="status.phase=Pending")
-                todo = [p for p in pods if p["metadata"]["name"] not in finished]
+                todo = [p for p in pods if p["metadata"]["uid"] not in finished]  # a pod made again keeps its name
                 await gathered([kube.merge_patch(f"{pods_path}/{p['metadata']['name']}/status", succeeded(p))
                                 for p in todo])
                 if len(finished) < FLEET_NODES <= len(finished) + len(todo):
                     print(f"{FLEET_NODES} pods finished after {time.monotonic() - began:.0f} s", flush=True)
-                finished.update(p["metadata"]["name"] for p in todo)
+                finished.update(p["metadata"]["uid"] for p in todo)
                 await asyncio.sleep(1.0 if todo else 3.0)
             if not loop.done():
                 status = {k: v for k, v in seen[0].items() if not isinstance(v, dict | list)}
