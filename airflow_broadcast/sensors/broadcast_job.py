@@ -14,6 +14,7 @@ class BroadcastJobSensor(ReconciledJobSensor):
     kind = "BroadcastJob"
 
     def __init__(self, *, assign_pods_by_scheduler: bool = DEFAULTS.assign_by_scheduler,
-                 kruise_compat: bool = DEFAULTS.kruise_compat, **kwargs: Any) -> None:
+                 kruise_compat: bool = DEFAULTS.kruise_compat,
+                 cleanup_succeeded_pods: bool = DEFAULTS.cleanup_succeeded_pods, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        set_broadcast_switches(self, assign_pods_by_scheduler, kruise_compat)
+        set_broadcast_switches(self, assign_pods_by_scheduler, kruise_compat, cleanup_succeeded_pods)

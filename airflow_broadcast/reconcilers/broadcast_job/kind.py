@@ -6,12 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypedDict, cast
 
+from airflow_broadcast.reconcilers.broadcast_job.job_status import job_finished
 from airflow_broadcast.reconcilers.broadcast_job.node_table import FAILED_NAMES, TERMINAL, failed_names, is_sharded
-from airflow_broadcast.reconcilers.broadcast_job.reconciler import (
-    BroadcastOptions,
-    job_finished,
-    reconcile_broadcast_job,
-)
+from airflow_broadcast.reconcilers.broadcast_job.reconciler import BroadcastOptions, reconcile_broadcast_job
 from airflow_broadcast.reconcilers.kind import Condition, JobIdentity, ParsedJob, identity, spec_section
 from airflow_broadcast.reconcilers.observed import JobRecord, NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import Plan

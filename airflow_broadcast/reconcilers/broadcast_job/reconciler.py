@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_broadcast.reconcilers.broadcast_job import node_table as nt
+from airflow_broadcast.reconcilers.broadcast_job.job_status import finish_condition, job_finished, ttl_expiry
 from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import REASON_AFFINITY
 from airflow_broadcast.reconcilers.broadcast_job.placement import Placement, node_results, place
 from airflow_broadcast.reconcilers.broadcast_job.pods import (
@@ -32,6 +33,7 @@ from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
 PAUSED_BY_POLICY = "airflow-broadcast.io/paused-by-failure-policy"
 FAILFAST_MESSAGE = "failure policy is FailurePolicyTypeFailFast and failed pod is found"
 FAILFAST_REASON = "failed pod is found"
+CLEANUP_REASON = "SucceededPodCleanup"
 
 
 @dataclass(frozen=True)
@@ -40,32 +42,7 @@ class BroadcastOptions:
 
     assign_by_scheduler: bool = True
     kruise_compat: bool = False
-
-
-def job_finished(status: Mapping[str, Any]) -> str | None:
-    """"Complete" or "Failed" once such a True condition exists, else None."""
-    for cond in status.get("conditions") or []:
-        if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
-            return str(cond["type"])
-    return None
-
-
-def ttl_expiry(spec: BroadcastJobSpec, status: Mapping[str, Any]) -> float | None:
-    """When a finished job's TTL expires: completionTime + ttlSecondsAfterFinished (T1, T4, T7).
-
-    None without a TTL (T3) and for `Never` jobs, which the TTL never applies to (T8).
-    """
-    ttl = spec.completion_policy.ttl_seconds_after_finished
-    completed = from_rfc3339(status.get("completionTime"))
-    if ttl is None or completed is None or spec.completion_policy.type == "Never":
-        return None
-    return completed + ttl
-
-
-def _condition(kind: str, message: str, now: float) -> dict[str, Any]:
-    stamp = to_rfc3339(now)
-    return {"type": kind, "status": "True", "reason": kind, "message": message,
-            "lastProbeTime": stamp, "lastTransitionTime": stamp}
+    cleanup_succeeded_pods: bool = False
 
 
 class _Pass:
@@ -89,6 +66,7 @@ class _Pass:
         self.requeue: float | None = None
         self.finished = False
         self.first_pass = False
+        self.done_without_pod: set[str] = set()
 
     # ---- helpers ---------------------------------------------------------------------
     def _event(self, type_: str, reason: str, message: str) -> None:
@@ -117,7 +95,7 @@ class _Pass:
     def _finish(self, kind: str, message: str) -> None:
         stamp = to_rfc3339(self.now)
         self.status.setdefault("conditions", [])
-        self.status["conditions"] = [*self.status["conditions"], _condition(kind, message, self.now)]
+        self.status["conditions"] = [*self.status["conditions"], finish_condition(kind, message, self.now)]
         self.status["completionTime"] = stamp
         self.finished = True
         # finishJob replaces any pending timer; the TTL needs none: its expiry goes on the record (T2/T3).
@@ -129,7 +107,9 @@ class _Pass:
         if self.spec.completion_policy.type != "Never" and job_finished(self.record.status):
             # RC4: a finished Always job only keeps its TTL expiry stamped (T1-T4, T6, T7).
             expiry = expiry_change(self.record.annotations, ttl_expiry(self.spec, self.record.status))
-            return Plan(finished=True, record_annotations=expiry)
+            if self.options.cleanup_succeeded_pods:
+                self._delete([p for p in self.pods if p.phase == "Succeeded" and not p.deleting], CLEANUP_REASON)
+            return Plan(finished=True, record_annotations=expiry, deletes=tuple(self.deletes))
         self.first_pass = not self.status.get("startTime")
         if self.first_pass:
             self.status["startTime"] = to_rfc3339(self.now)
@@ -149,15 +129,35 @@ class _Pass:
         self.events.extend(duplicate_events)
         buckets = classify(self.pods, self.spec.failure_policy.restart_limit)
         placement = place(self.spec.template, self.nodes, node_to_pod)
-        self.status.update(active=len(buckets.active), failed=len(buckets.failed),
-                           succeeded=len(buckets.succeeded), desired=len(placement.desired))
         self.desired = placement.desired
         self.table, events = node_results(placement.desired, self.stored,
                                           warn_unschedulable=not self.options.kruise_compat)
+        if not self.options.kruise_compat:
+            self._keep_recorded_successes(placement)
+        self.status.update(active=len(buckets.active), failed=len(buckets.failed),
+                           succeeded=len(buckets.succeeded) + len(self.done_without_pod),
+                           desired=len(placement.desired))
         self.status.pop("ineligibleNodesTotal", None)
         self.status.update(nt.capped_ineligible(placement.ineligible, REASON_AFFINITY))
         self.events.extend(events)
         return self._decide(buckets, placement)
+
+    def _keep_recorded_successes(self, placement: Placement) -> None:
+        """L12: a node whose recorded result is Succeeded is done, even once its pod is gone (PodGC, cleanup).
+
+        Upstream re-runs it (L8), which `kruise_compat` keeps; a pod that did not succeed is still re-run.
+        """
+        self.done_without_pod = {node for node in placement.rest
+                                 if (self.table.get(node) or {}).get("phase") == "Succeeded"}
+        if self.done_without_pod:
+            placement.rest = [node for node in placement.rest if node not in self.done_without_pod]
+
+    def _cleanup_succeeded(self, buckets: PodBuckets) -> None:
+        """Delete succeeded pods whose result the record already holds (L12's optional cleanup)."""
+        for pod in buckets.succeeded:
+            stored = self.stored.get(pod.node or "") or {}
+            if not pod.deleting and stored.get("phase") == "Succeeded" and stored.get("pod") == pod.name:
+                self._delete([pod], CLEANUP_REASON)
 
     def _decide(self, buckets: PodBuckets, placement: Placement) -> Plan:
         phase = self.status["phase"]
@@ -210,6 +210,8 @@ class _Pass:
             deleted = self._delete(placement.misfits, "NodeNoLongerEligible")
             self.status["failed"] += deleted
             self.status["active"] -= deleted
+        if self.options.cleanup_succeeded_pods and not self.options.kruise_compat:
+            self._cleanup_succeeded(buckets)
         create_limit = None
         if not self.record.deleting and placement.rest:
             create_limit = self._plan_creates(placement.rest)
@@ -253,7 +255,8 @@ class _Pass:
         """isJobComplete (§3.8): every desired node has a finished or terminating pod."""
         if self.spec.completion_policy.type == "Never" or not desired:
             return False
-        return all(pod is not None and (pod.terminal or pod.deleting) for pod in desired.values())
+        return all(node in self.done_without_pod if pod is None else (pod.terminal or pod.deleting)
+                   for node, pod in desired.items())
 
     def _store_table(self) -> dict[str, dict[str, Any]]:
         """The node table in the record while it is small, else in parts (see node_table); the parts to write."""

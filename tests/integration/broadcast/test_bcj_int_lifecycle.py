@@ -180,3 +180,24 @@ def test_L8_L10_a_pod_deleted_by_hand_is_created_again(
     assert again.metadata.name == pod.metadata.name  # the same deterministic name, a new object
     assert again.metadata.annotations[ATTEMPT_ANNOTATION] == "2"
     assert "SuccessfulDelete" not in reasons(engine, "l8")
+
+
+def test_L12_a_succeeded_pod_deleted_by_hand_is_not_run_again(
+        engine: Any, node_factory: Any, namespace: str, core_api: Any) -> None:
+    """The node's recorded success outlives its pod, so PodGC or a cleanup does not re-run it."""
+    (node,) = node_factory(1, labels={"pool": namespace})
+    submission = engine.submit(bcj("l12", namespace, completionPolicy={"type": "Never"}))
+    engine.drive(submission, KIND, single_pass=True)
+    pod = wait_pod_phase(engine, "l12", node, "Succeeded")
+    engine.drive(submission, KIND, single_pass=True)
+    assert engine.status(KIND, "l12")["nodes"][node]["phase"] == "Succeeded"
+
+    core_api.delete_namespaced_pod(pod.metadata.name, namespace)
+    wait_until(lambda: not pods_by_node(engine, "l12").get(node), what="pod gone")
+    engine.drive(submission, KIND, single_pass=True)
+
+    assert pods_by_node(engine, "l12").get(node) is None
+    status = engine.status(KIND, "l12")
+    assert (status["succeeded"], status["active"], status["desired"]) == (1, 0, 1)
+    assert status["nodes"][node]["pod"] == pod.metadata.name
+    assert [m for _, r, m in events(engine, "l12") if r == "SuccessfulCreate"] == [f"Created pod: {pod.metadata.name}"]

@@ -32,6 +32,9 @@ def test_broadcast_switches_map_to_the_dataclass_with_its_defaults() -> None:
     sensor = BroadcastJobSensor(task_id="s", job_name="j", assign_pods_by_scheduler=False, kruise_compat=True)
     assert op.job_options == sensor.job_options == BroadcastOptions(assign_by_scheduler=False, kruise_compat=True)
     assert (op.assign_pods_by_scheduler, op.kruise_compat) == (False, True)
+    cleaner = BroadcastJobOperator(task_id="t", manifest={}, cleanup_succeeded_pods=True)
+    assert cleaner.job_options == BroadcastOptions(cleanup_succeeded_pods=True)
+    assert cleaner.cleanup_succeeded_pods is True
 
 
 def test_tf_switches_map_to_the_dataclass_and_compat_turns_on_the_three_v1_9_behaviours() -> None:

@@ -13,7 +13,8 @@ from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger
 KWARGS: dict[str, Any] = {
     "kind": "BroadcastJob", "namespace": "ops", "record_name": "bcj-prune", "uid": "u-1",
     "kubernetes_conn_id": "k8s", "cluster_context": None, "deadline": 1800000000.0,
-    "options": {"kruise_compat": False, "assign_by_scheduler": True}, "resync_seconds": 30.0,
+    "options": {"kruise_compat": False, "assign_by_scheduler": True, "cleanup_succeeded_pods": False},
+    "resync_seconds": 30.0,
     "on_kill_action": "delete_active_pods", "task_key": {"dag_id": "d", "task_id": "t", "run_id": "r"},
 }
 
@@ -26,6 +27,12 @@ def test_serialize_round_trips_and_holds_no_credentials() -> None:
     text = json.dumps(kwargs).lower()
     for secret in ("token", "kube_config", "config_dict", "password", "certificate", "connection_extras"):
         assert secret not in text
+
+
+def test_kwargs_written_before_an_option_existed_load_with_its_default() -> None:
+    older = {**KWARGS, "options": {"kruise_compat": True, "assign_by_scheduler": True}}
+    options = JobReconcileTrigger(**older).args.options
+    assert (options.kruise_compat, options.cleanup_succeeded_pods) == (True, False)
 
 
 @pytest.fixture

@@ -56,7 +56,7 @@ def test_a_dataclass_itself_would_not_survive_so_options_are_stored_as_plain_fie
     stored = _through_base_serialization({"options": BroadcastOptions()})
     assert isinstance(stored["options"], str)
     _, kwargs = JobReconcileTrigger(ARGS[0]).serialize()
-    assert kwargs["options"] == {"assign_by_scheduler": False, "kruise_compat": True}
+    assert kwargs["options"] == {"assign_by_scheduler": False, "kruise_compat": True, "cleanup_succeeded_pods": False}
 
 
 def test_kwargs_of_an_earlier_version_still_load() -> None:

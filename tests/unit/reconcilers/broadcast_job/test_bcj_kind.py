@@ -7,8 +7,9 @@ from typing import Any
 
 from support.bcj_builders import NOW, make_nodes, make_pod, make_record, make_spec, manifest, started_status
 
+from airflow_broadcast.reconcilers.broadcast_job.job_status import job_finished
 from airflow_broadcast.reconcilers.broadcast_job.kind import BroadcastJobKind, BroadcastObserved
-from airflow_broadcast.reconcilers.broadcast_job.reconciler import BroadcastOptions, job_finished
+from airflow_broadcast.reconcilers.broadcast_job.reconciler import BroadcastOptions
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.specs.broadcast_job import to_manifest
 

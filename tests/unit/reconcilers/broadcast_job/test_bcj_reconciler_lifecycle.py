@@ -134,9 +134,11 @@ def test_L6_node_turning_eligible_again_gets_a_pod() -> None:
     assert cluster.status["ineligibleNodes"] == {}
 
 
-@pytest.mark.parametrize("phase", ["Running", "Succeeded", "Failed"])
-def test_L8_externally_deleted_pod_is_recreated_on_its_node(phase: str) -> None:
-    cluster = BCJCluster(make_spec(failure="Continue", parallelism=5), make_nodes(3))
+@pytest.mark.parametrize(("phase", "mode"), [("Running", "fixed"), ("Failed", "fixed"), ("Pending", "fixed"),
+                                           ("Running", "compat"), ("Succeeded", "compat"), ("Failed", "compat")])
+def test_L8_externally_deleted_pod_is_recreated_on_its_node(phase: str, mode: str) -> None:
+    """Every deleted pod is re-run upstream; by default a Succeeded one is not (L12)."""
+    cluster = BCJCluster(make_spec(failure="Continue", parallelism=5), make_nodes(3), options=MODES[mode])
     cluster.step()
     cluster.set_phase(phase, ["node-01"])
     cluster.step()
@@ -198,10 +200,41 @@ def test_L11_compat_unschedulable_pod_only_counts_as_active() -> None:
     assert cluster.status["active"] == 2
 
 
-@pytest.mark.parametrize("mode", list(MODES))
-def test_L12_L8_a_nodes_result_outlives_its_pod_but_the_node_runs_again(mode: str) -> None:
-    """L12 deviates: the per-node result survives pod GC, yet the node is re-run, because L8 [U] requires it."""
-    cluster = BCJCluster(make_spec(completion="Never"), make_nodes(2), options=MODES[mode])
+@pytest.mark.parametrize("completion", ["Always", "Never"])
+def test_L12_a_succeeded_node_whose_pod_is_gone_is_not_run_again(completion: str) -> None:
+    """PodGC or a hand cleanup of a Succeeded pod leaves the node done: no re-run, still counted."""
+    cluster = BCJCluster(make_spec(completion=completion), make_nodes(2))
+    cluster.step()
+    cluster.set_phase("Succeeded", ["node-00"])
+    cluster.step()
+    first = dict(cluster.status["nodes"]["node-00"])
+    cluster.remove_pod("node-00")
+    for _ in range(3):
+        assert created_nodes(cluster.step()) == []
+    assert cluster.status["nodes"]["node-00"] == first
+    assert (cluster.status["succeeded"], cluster.status["active"], cluster.status["desired"]) == (1, 1, 2)
+
+
+def test_L12_a_job_whose_succeeded_pods_were_collected_completes_with_their_count() -> None:
+    cluster = BCJCluster(make_spec(), make_nodes(3))
+    cluster.step()
+    cluster.set_phase("Succeeded", ["node-00", "node-01"])
+    cluster.step()
+    cluster.remove_pod("node-00")
+    cluster.remove_pod("node-01")
+    cluster.step()
+    assert cluster.status["phase"] == "running"
+    cluster.set_phase("Succeeded", ["node-02"])
+    plan = cluster.step()
+    assert cluster.status["phase"] == "completed"
+    assert cluster.status["succeeded"] == 3
+    assert [e.message for e in events_of(plan, "JobComplete")] == [
+        "Job ops/bcj is completed, 3 pods succeeded, 0 pods failed"]
+
+
+def test_L12_compat_a_nodes_result_outlives_its_pod_but_the_node_runs_again() -> None:
+    """With kruise_compat the node is re-run as upstream (L8); the earlier result stays beside the new attempt."""
+    cluster = BCJCluster(make_spec(completion="Never"), make_nodes(2), options=COMPAT)
     cluster.step()
     cluster.set_phase("Succeeded", ["node-00"])
     cluster.step()
@@ -211,6 +244,44 @@ def test_L12_L8_a_nodes_result_outlives_its_pod_but_the_node_runs_again(mode: st
     assert cluster.status["nodes"]["node-00"]["previous"] == first
     assert cluster.status["nodes"]["node-00"]["attempt"] == 2
     assert created_nodes(plan) == ["node-00"]
+
+
+def test_L12_cleanup_deletes_a_succeeded_pod_once_its_result_is_recorded() -> None:
+    cluster = BCJCluster(make_spec(), make_nodes(2), options=BroadcastOptions(cleanup_succeeded_pods=True))
+    cluster.step()
+    cluster.set_phase("Succeeded", ["node-00"])
+    seen = cluster.step()
+    assert seen.deletes == ()  # the pass that first sees the success only records it
+    pod = cluster.pod_on("node-00")
+    plan = cluster.step()
+    assert [(d.name, d.uid) for d in plan.deletes] == [(pod.name, pod.uid)]
+    assert created_nodes(cluster.step()) == []
+    assert cluster.status["succeeded"] == 1
+
+
+def test_L12_cleanup_deletes_the_last_succeeded_pods_after_the_job_completes() -> None:
+    cluster = BCJCluster(make_spec(), make_nodes(2), options=BroadcastOptions(cleanup_succeeded_pods=True))
+    cluster.step()
+    cluster.set_phase("Succeeded")
+    cluster.step()
+    assert cluster.status["phase"] == "completed"
+    cluster.step()
+    assert cluster.pods == {}
+    assert cluster.status["succeeded"] == 2
+
+
+def test_L12_cleanup_keeps_failed_pods_and_is_off_by_default() -> None:
+    options = BroadcastOptions(cleanup_succeeded_pods=True)
+    cluster = BCJCluster(make_spec(failure="Continue", completion="Never"), make_nodes(2), options=options)
+    plain = BCJCluster(make_spec(completion="Never"), make_nodes(2))
+    for c in (cluster, plain):
+        c.step()
+        c.set_phase("Failed", ["node-00"])
+        c.set_phase("Succeeded", ["node-01"])
+        c.step()
+        c.step()
+    assert [p.node for p in cluster.pods.values()] == ["node-00"]
+    assert sorted(str(p.node) for p in plain.pods.values()) == ["node-00", "node-01"]
 
 
 def test_L12_node_leaving_desired_drops_its_result() -> None:

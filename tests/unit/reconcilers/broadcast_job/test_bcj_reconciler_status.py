@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 from support.bcj_builders import (
+    COMPAT,
+    FIXED,
     NOW,
     BCJCluster,
     make_node,
@@ -152,14 +154,18 @@ def test_S11_per_node_results_and_ineligibility_reasons() -> None:
     assert plan.status["ineligibleNodes"] == {"n-plain": REASON_AFFINITY, "n-cordon": REASON_UNSCHEDULABLE}
 
 
-def test_S11_a_node_keeps_its_terminal_result_after_its_pod_is_gone() -> None:
-    cluster = BCJCluster(make_spec(completion="Never"), make_nodes(2))
+@pytest.mark.parametrize("compat", [False, True])
+def test_S11_a_node_keeps_its_terminal_result_after_its_pod_is_gone(compat: bool) -> None:
+    """Kept as the node's result (L12), or, with kruise_compat, as `previous` beside the re-run."""
+    cluster = BCJCluster(make_spec(completion="Never"), make_nodes(2), options=COMPAT if compat else FIXED)
     cluster.step()
     cluster.set_phase("Succeeded")
     cluster.step()
     pod_name = cluster.pod_on("node-00").name
     cluster.remove_pod("node-00")     # PodGC or a user removes the succeeded pod
-    plan = cluster.step()
-    assert plan.status is not None
-    assert plan.status["nodes"]["node-00"]["previous"]["phase"] == "Succeeded"
-    assert plan.status["nodes"]["node-00"]["previous"]["pod"] == pod_name
+    cluster.step()
+    result = cluster.status["nodes"]["node-00"]
+    kept = result["previous"] if compat else result
+    assert (kept["phase"], kept["pod"]) == ("Succeeded", pod_name)
+
+

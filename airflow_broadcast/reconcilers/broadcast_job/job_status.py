@@ -1,0 +1,36 @@
+"""A BroadcastJob's terminal state: whether it finished, its finishing condition, and its TTL expiry."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_broadcast.specs.broadcast_job.spec import BroadcastJobSpec
+from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
+
+
+def job_finished(status: Mapping[str, Any]) -> str | None:
+    """"Complete" or "Failed" once such a True condition exists, else None."""
+    for cond in status.get("conditions") or []:
+        if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
+            return str(cond["type"])
+    return None
+
+
+def ttl_expiry(spec: BroadcastJobSpec, status: Mapping[str, Any]) -> float | None:
+    """When a finished job's TTL expires: completionTime + ttlSecondsAfterFinished (T1, T4, T7).
+
+    None without a TTL (T3) and for `Never` jobs, which the TTL never applies to (T8).
+    """
+    ttl = spec.completion_policy.ttl_seconds_after_finished
+    completed = from_rfc3339(status.get("completionTime"))
+    if ttl is None or completed is None or spec.completion_policy.type == "Never":
+        return None
+    return completed + ttl
+
+
+def finish_condition(kind: str, message: str, now: float) -> dict[str, Any]:
+    """A True Complete/Failed condition as finishJob writes it."""
+    stamp = to_rfc3339(now)
+    return {"type": kind, "status": "True", "reason": kind, "message": message,
+            "lastProbeTime": stamp, "lastTransitionTime": stamp}
