@@ -8,6 +8,7 @@ from typing import Any
 from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.reconcilers.observed import (
     ContainerExit,
+    ContainerWaiting,
     NodeInfo,
     PodGroupInfo,
     PodInfo,
@@ -69,7 +70,28 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         waiting_reason=waiting,
         pending_message=pending,
         created_at=from_rfc3339(meta.get("creationTimestamp")) or 0.0,
+        waiting=_waiting_with_message(status.get("containerStatuses") or status.get("initContainerStatuses") or []),
+        condition_warning=None if statuses else _latest_condition_warning(status.get("conditions") or []),
     )
+
+
+def _waiting_with_message(statuses: list[Mapping[str, Any]]) -> ContainerWaiting | None:
+    """The first container waiting with a message: the containers, or the init containers while none has a status."""
+    for cs in statuses:
+        wait = (cs.get("state") or {}).get("waiting") or {}
+        if wait.get("message"):
+            return ContainerWaiting(str(cs.get("name", "")), str(wait.get("reason", "") or ""), str(wait["message"]))
+    return None
+
+
+def _latest_condition_warning(conditions: list[Mapping[str, Any]]) -> tuple[str, str] | None:
+    """(reason, message) of the most recently changed condition, when it is not True."""
+    if not conditions:
+        return None
+    latest = max(conditions, key=lambda c: from_rfc3339(c.get("lastTransitionTime")) or 0.0)
+    if latest.get("status") == "True":
+        return None
+    return str(latest.get("reason", "") or ""), str(latest.get("message", "") or "")
 
 
 PLACEMENT_KEYS = ("nodeName", "nodeSelector", "affinity", "tolerations", "resources", "overhead")

@@ -60,12 +60,23 @@ class ContainerExit:
 
 
 @dataclass(frozen=True)
+class ContainerWaiting:
+    """The first container that waits with a message (an image pull error, a crash loop back-off)."""
+
+    container: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
 class PodInfo:
     """What reconcilers need to know about one child pod.
 
     `spec` is the pod's raw spec (used to re-check node fitness, §N13). `node` is
     the node the pod is bound or pinned to (spec.nodeName, else the single-value
-    `metadata.name In` matchFields term), or "" when it has none.
+    `metadata.name In` matchFields term), or "" when it has none. `condition_warning`
+    is (reason, message) of the pod's latest condition when that is not True and no
+    container has a status yet, as upstream training-operator reports it (TFJob E14).
     """
 
     name: str
@@ -84,6 +95,8 @@ class PodInfo:
     waiting_reason: str = ""
     pending_message: str = ""
     created_at: float = 0.0
+    waiting: ContainerWaiting | None = None
+    condition_warning: tuple[str, str] | None = None
 
     @property
     def terminal(self) -> bool:

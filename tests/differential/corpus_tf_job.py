@@ -18,13 +18,6 @@ Q5_BACKOFF_CLEANUP = ("Q5 (training-operator #3419, follows v1.9.4 by design): v
 Q5_EXPLAINED = {r"^(pods|services)\.": Q5_BACKOFF_CLEANUP,
                 r"^events\.<job>: only upstream: SuccessfulDelete(Pod|Service): ": Q5_BACKOFF_CLEANUP}
 
-E14_ABNORMAL_POD = ("engine difference, for the lead (E14): upstream's abnormal-pod warning for a waiting container "
-                    "reads `Error pod <p> container <c> waiting message: <its message>`, and for a Pending pod takes "
-                    "the condition's reason (`Unschedulable`) as the event reason; ours leaves out the container, "
-                    "gives the waiting reason when the pod has no pending message, and uses the reason `PodPending` "
-                    "with the condition's reason in the message")
-
-
 def replica(count: int, notes: Mapping[str, str], policy: str = "Never", port: bool = True,
             container: str = "tensorflow") -> dict[str, Any]:
     spec: dict[str, Any] = {"name": container, "image": "tensorflow/tensorflow:2.9.1"}
@@ -140,7 +133,7 @@ TF_CASES = [
     tf_case("tf-clean-running-pending",
             lambda: tfjob("dj-pending", {"Chief": replica(1, outcome(after="3s")),
                                          "PS": unschedulable(replica(1, RUNS))},
-                          cleanPodPolicy="Running"), issue=E14_ABNORMAL_POD),
+                          cleanPodPolicy="Running")),
     tf_case("tf-resume", lambda: tfjob("dj-resume", {"Worker": replica(2, outcome(after="2s"))}, suspend=True),
             during=((2.0, set_spec(("runPolicy", "suspend"), False)),)),
     tf_case("tf-suspend-while-running", lambda: tfjob("dj-suspending", {"Worker": replica(2, RUNS)}),
@@ -156,6 +149,5 @@ TF_CASES = [
             source="training-operator test/e2e/dist-mnist/README.md (v1alpha2 there: containers renamed `tensorflow` "
                    "as v1 requires, image dropped, outcome scripted)"),
     tf_case("tf-abnormal-pod-image-pull",
-            lambda: tfjob("dj-pullfail", {"Worker": replica(1, outcome(result=None, image_pull="fail"))}), hold=6.0,
-            issue=E14_ABNORMAL_POD),
+            lambda: tfjob("dj-pullfail", {"Worker": replica(1, outcome(result=None, image_pull="fail"))}), hold=6.0),
 ]

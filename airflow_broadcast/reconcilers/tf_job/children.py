@@ -206,20 +206,22 @@ def is_restartable(replica_policy: str, code: int) -> bool:
 def abnormal_pod_warning(pod: PodInfo) -> tuple[str, str] | None:
     """(reason, message) of a Warning for an active pod that is not healthy, else None (E14).
 
-    Mirrors upstream `RecordAbnormalPods`: a container terminated non-zero, else a
-    waiting container (its reason; `pending_message` as the message), else a Pending
-    pod's condition message. `PodInfo` carries no container name for the waiting state.
+    Mirrors upstream `RecordAbnormalPods`, in its words: a container terminated non-zero, else a
+    container waiting with a message, else, while no container has a status, the pod's latest
+    condition when it is not True (its reason, e.g. `Unschedulable`, is the event's reason).
+    Upstream warns once per such container; this reports the pod's first.
     """
     for exit_ in pod.exits:
         if exit_.exit_code != 0:
             return exit_.reason or "Error", _clip(
                 f"Error pod {pod.name} container {exit_.container} exitCode: {exit_.exit_code} "
                 f"terminated message: {exit_.message}")
-    if pod.waiting_reason and pod.waiting_reason not in ("ContainerCreating", "PodInitializing"):
-        return pod.waiting_reason, _clip(
-            f"Error pod {pod.name} waiting message: {pod.pending_message or pod.waiting_reason}")
-    if pod.phase == "Pending" and pod.pending_message:
-        return "PodPending", _clip(f"Error pod {pod.name} condition message: {pod.pending_message}")
+    if pod.waiting is not None:
+        return pod.waiting.reason or "Waiting", _clip(
+            f"Error pod {pod.name} container {pod.waiting.container} waiting message: {pod.waiting.message}")
+    if pod.condition_warning is not None:
+        reason, message = pod.condition_warning
+        return reason or "PodPending", _clip(f"Error pod {pod.name} condition message: {message}")
     return None
 
 

@@ -27,7 +27,7 @@ def test_an_unschedulable_chief_shows_failed_scheduling_and_ends_at_the_start_up
     assert "longer than startup_timeout_seconds=5: Unschedulable: 0/" in outcome.message
     scheduling = log.having("Warning FailedScheduling pod stuck-chief-0: 0/")
     assert scheduling and "didn't match Pod's node affinity/selector" in scheduling[0]
-    assert log.having(f"Warning PodPending TFJob {namespace}/stuck: Error pod stuck-chief-0 condition message: ")
+    assert log.having(f"Warning Unschedulable TFJob {namespace}/stuck: Error pod stuck-chief-0 condition message: 0/")
 
 
 def test_get_logs_follows_the_chief_and_says_once_that_kwok_serves_no_log(

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from support.tf_builders import NOW, TFCluster, make_pod, make_record, make_service, make_spec
 
-from airflow_broadcast.reconcilers.observed import ContainerExit
+from airflow_broadcast.reconcilers.observed import ContainerExit, ContainerWaiting
 from airflow_broadcast.reconcilers.plan import JobEvent
 from airflow_broadcast.reconcilers.tf_job.reconciler import TFJobOptions, reconcile_tf_job
 from airflow_broadcast.reconcilers.tf_job.status import find_condition
@@ -206,26 +207,36 @@ def test_E13_compat_flag_recreates_a_vanished_succeeded_pod() -> None:
 
 
 def test_E14_abnormal_active_pods_produce_one_warning_each() -> None:
+    """Upstream's reasons and words: the terminated or waiting container by name, else the latest condition."""
     spec = make_spec(replicas={"Worker": 3})
     crashed = make_pod("mnist", "Worker", 0, "Running",
                        exits=(ContainerExit("sidecar", 2, "Error", "boom"),))
-    pulling = make_pod("mnist", "Worker", 1, "Pending", waiting_reason="ImagePullBackOff",
-                       pending_message='Back-off pulling image "tf:nope"')
-    unschedulable = make_pod("mnist", "Worker", 2, "Pending", pending_message="0/3 nodes are available")
+    pulling = replace(make_pod("mnist", "Worker", 1, "Pending", waiting_reason="ImagePullBackOff"),
+                      waiting=ContainerWaiting("tensorflow", "ImagePullBackOff", 'Back-off pulling image "tf:nope"'))
+    unschedulable = replace(make_pod("mnist", "Worker", 2, "Pending", pending_message="Unschedulable: 0/3 nodes"),
+                            condition_warning=("Unschedulable", "0/3 nodes are available"))
     services = [make_service("mnist", "Worker", i) for i in range(3)]
     record = make_record(spec)
     plan = reconcile_tf_job(spec, record, [crashed, pulling, unschedulable], services, NOW)
     warnings = [e for e in plan.events if e.type == "Warning"]
     assert warnings == [
         JobEvent("Warning", "Error", "Error pod mnist-worker-0 container sidecar exitCode: 2 terminated message: boom"),
-        JobEvent("Warning", "ImagePullBackOff", 'Error pod mnist-worker-1 waiting message: Back-off pulling image '
-                                                '"tf:nope"'),
-        JobEvent("Warning", "PodPending", "Error pod mnist-worker-2 condition message: 0/3 nodes are available"),
+        JobEvent("Warning", "ImagePullBackOff", 'Error pod mnist-worker-1 container tensorflow waiting message: '
+                                                'Back-off pulling image "tf:nope"'),
+        JobEvent("Warning", "Unschedulable", "Error pod mnist-worker-2 condition message: 0/3 nodes are available"),
     ]
     assert plan.status is not None and len(plan.status["podWarnings"]) == 3
     again = reconcile_tf_job(spec, make_record(spec, plan.status), [crashed, pulling, unschedulable], services,
                              NOW + 30)
     assert again.events == () and again.status is None
+
+
+def test_E14_a_waiting_container_without_a_message_is_not_abnormal() -> None:
+    """ContainerCreating and the like carry no message, so upstream records nothing for them."""
+    spec = make_spec(replicas={"Worker": 1})
+    creating = make_pod("mnist", "Worker", 0, "Pending", waiting_reason="ContainerCreating")
+    plan = reconcile_tf_job(spec, make_record(spec), [creating], [make_service("mnist", "Worker", 0)], NOW)
+    assert [e for e in plan.events if e.type == "Warning"] == []
 
 
 def test_E14_stuck_terminating_pod_is_surfaced() -> None:

@@ -1,0 +1,44 @@
+"""pod_info: what the reconcilers read of a pod's status for the TFJob E14 warnings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_broadcast.cluster.observation import pod_info
+from airflow_broadcast.reconcilers.observed import ContainerWaiting
+
+
+def pod(status: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": "p", "uid": "u"}, "spec": {"containers": [{"name": "tensorflow"}]}, "status": status}
+
+
+def test_a_container_waiting_with_a_message_is_named_with_its_reason_and_message() -> None:
+    info = pod_info(pod({"phase": "Pending", "containerStatuses": [
+        {"name": "sidecar", "state": {"waiting": {"reason": "ContainerCreating"}}},
+        {"name": "tensorflow", "state": {"waiting": {"reason": "ErrImagePull", "message": "not found"}}}]}))
+    assert info.waiting == ContainerWaiting("tensorflow", "ErrImagePull", "not found")
+    assert info.waiting_reason == "ContainerCreating"
+    assert info.condition_warning is None
+
+
+def test_init_containers_count_only_while_no_container_has_a_status() -> None:
+    init = [{"name": "fetch", "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 10s"}}}]
+    alone = pod_info(pod({"phase": "Pending", "initContainerStatuses": init}))
+    assert alone.waiting == ContainerWaiting("fetch", "CrashLoopBackOff", "back-off 10s")
+    both = pod_info(pod({"phase": "Pending", "initContainerStatuses": init, "containerStatuses": [
+        {"name": "tensorflow", "state": {"waiting": {"reason": "PodInitializing"}}}]}))
+    assert both.waiting is None
+
+
+def test_the_latest_condition_that_is_not_true_is_the_warning_of_a_pod_without_container_statuses() -> None:
+    conditions = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/6 nodes are available",
+         "lastTransitionTime": "2026-12-01T10:00:05Z"},
+        {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": "2026-12-01T10:00:01Z"}]
+    assert pod_info(pod({"phase": "Pending", "conditions": conditions})).condition_warning == (
+        "Unschedulable", "0/6 nodes are available")
+    conditions[1]["lastTransitionTime"] = "2026-12-01T10:00:09Z"
+    assert pod_info(pod({"phase": "Pending", "conditions": conditions})).condition_warning is None
+    started = pod({"phase": "Pending", "conditions": conditions[:1],
+                   "containerStatuses": [{"name": "tensorflow", "state": {"running": {}}}]})
+    assert pod_info(started).condition_warning is None
