@@ -33,6 +33,8 @@ help:
 	@echo "make bench         side-by-side benchmarks at 1,000 and 3,000 nodes, 1,000 idle jobs in one triggerer,"
 	@echo "                   a 1,000-worker TFJob; prints the ratio table, writes docs/performance.md"
 	@echo "make bench-quick   the same at small sizes (BENCH_ARGS passes options, e.g. BENCH_ARGS=--skip=tfjob)"
+	@echo "make differential  every corpus case through the real OpenKruise and training-operator, and the hand-off"
+	@echo "                   tests; writes docs/conformance/differential.md ('make test' runs a seeded subset)"
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed")'
@@ -90,6 +92,7 @@ test: install etcd binaries browser lint
 	@mkdir -p $(dir $(JUNIT))
 	$(VENV)/bin/pytest --junitxml=$(JUNIT) $(PYTEST_ARGS)
 	$(CONFORMANCE_CHECK)
+	$(DIFFERENTIAL_SUBSET)
 
 conformance: install
 	$(PY) -m devcluster.conformance generate --junit $(JUNIT) --spec-dir $(SPEC_DIR)
@@ -117,12 +120,27 @@ bench-quick: install etcd binaries  ## the same at small sizes (a few minutes)
 
 # The real OpenKruise and training-operator controllers, built from Go modules into the cache on first use
 # (a few minutes) and started only by these targets: the oracle of the differential tests and of hand-off mode.
-.PHONY: upstream cluster-upstream differential
+.PHONY: upstream cluster-upstream differential differential-ci
 upstream: go-toolchain
 	@GO=$(GO) bash devcluster/build-upstream.sh >/dev/null
 
 cluster-upstream: install etcd binaries upstream
 	@$(PY) -m devcluster up --nodes $(NODES) --upstream
+
+# The harness stays alive in CI: the smoke and hand-off tests and DIFFERENTIAL_SAMPLE corpus cases per kind, drawn
+# with DIFFERENTIAL_SEED (the commit by default; set it to replay a draw). Skipped when PYTEST_ARGS runs a subset.
+DIFFERENTIAL_SAMPLE ?= 3
+DIFFERENTIAL_SEED ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo 0)
+ifeq ($(strip $(PYTEST_ARGS)),)
+DIFFERENTIAL_SUBSET = $(MAKE) --no-print-directory differential-ci
+else
+DIFFERENTIAL_SUBSET = @echo "differential subset skipped: PYTEST_ARGS runs a subset"
+endif
+
+differential-ci: install etcd binaries upstream
+	DIFFERENTIAL_SAMPLE=$(DIFFERENTIAL_SAMPLE) DIFFERENTIAL_SEED=$(DIFFERENTIAL_SEED) \
+		$(VENV)/bin/pytest -m differential -p no:cacheprovider tests/differential \
+		--junitxml=$(dir $(JUNIT))differential-junit.xml
 
 # The whole corpus rewrites docs/conformance/differential.md; a subset (PYTEST_ARGS) only prints its differences.
 differential: install etcd binaries upstream

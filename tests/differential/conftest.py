@@ -6,6 +6,8 @@ These tests need the controllers' Go builds, so they are collected only when ask
 
 from __future__ import annotations
 
+import os
+import random
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,3 +69,24 @@ def api_client(kubeconfig: str) -> client.ApiClient:
     from kubernetes import config
 
     return config.new_client_from_config(config_file=kubeconfig)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """DIFFERENTIAL_SAMPLE=N keeps N corpus cases per kind, drawn with DIFFERENTIAL_SEED (CI's subset)."""
+    sample = int(os.environ.get("DIFFERENTIAL_SAMPLE", "0") or 0)
+    if sample <= 0:
+        return
+    seed = os.environ.get("DIFFERENTIAL_SEED", "0")
+    by_kind: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        case = getattr(item, "callspec", None) and item.callspec.params.get("case")
+        if case is not None:
+            by_kind.setdefault(case.kind, []).append(item)
+    chosen = {id(item) for kind in sorted(by_kind)
+              for item in random.Random(f"{seed}/{kind}").sample(by_kind[kind], min(sample, len(by_kind[kind])))}
+    dropped = [item for group in by_kind.values() for item in group if id(item) not in chosen]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if id(item) not in {id(d) for d in dropped}]
+    print(f"\ndifferential corpus: {sample} case(s) per kind with seed {seed!r}: "
+          + ", ".join(i.callspec.params["case"].id for i in items if id(i) in chosen))
