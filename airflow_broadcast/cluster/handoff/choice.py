@@ -48,7 +48,11 @@ async def hand_off(client: KubeClient, kind: JobKind[Any, Any], manifest: Mappin
         if reattach and await _record_running(client, kind, namespace, name, submitter):
             return HandOff(Decision("airflow", "a previous try of this task runs it with Airflow as the controller"))
         manager = foreign_manager(kind.name, manifest)
-        if manager is None and not await crd_served(client, kind.name, namespace):
+        served = True if manager is not None else await crd_served(client, kind.name, namespace)
+        if isinstance(served, str):
+            return HandOff(Decision("airflow", f"this identity may not list {kind.name} resources "
+                                               f"(docs/rbac/handoff.yaml grants it): {served}"))
+        if not served:
             return HandOff(decide("auto", kind.name, crd_served=False))
         if manager is not None:
             requested = "cluster"

@@ -27,12 +27,17 @@ def resource_path(kind: KindName, namespace: str, name: str) -> str:
     return api_path(api_version, plural, namespace=namespace, name=name)
 
 
-async def crd_served(client: KubeClient, kind: KindName, namespace: str) -> bool:
-    """The API server serves the kind here: a one-item LIST answers (404: no such CRD or version)."""
+async def crd_served(client: KubeClient, kind: KindName, namespace: str) -> bool | str:
+    """The API server serves the kind here: a one-item LIST answers (404: no such CRD or version).
+
+    A 403 is not an answer about the CRD: its message comes back, so that `auto` says why it keeps the job.
+    """
     try:
         await client.get(resources_path(kind, namespace), limit=1)
-    except (NotFound, Forbidden):
+    except NotFound:
         return False
+    except Forbidden as exc:
+        return str(exc)
     return True
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from support.fake_cluster import FakeCluster
+from support.fake_http import Fault
 
 from airflow_broadcast.cluster.handoff.choice import hand_off
 from airflow_broadcast.cluster.handoff.resources import crd_served, resource_path, submit_resource
@@ -58,8 +59,21 @@ async def test_a_finished_resource_of_that_name_is_replaced(fake: FakeCluster) -
 
 
 async def test_the_crd_is_served_only_where_the_api_answers() -> None:
-    assert await crd_served(KubeClient(FakeCluster(apis=[TF_API])), "TFJob", "ns")
-    assert not await crd_served(KubeClient(FakeCluster()), "TFJob", "ns")
+    assert await crd_served(KubeClient(FakeCluster(apis=[TF_API])), "TFJob", "ns") is True
+    assert await crd_served(KubeClient(FakeCluster()), "TFJob", "ns") is False
+
+
+async def test_auto_without_permission_to_list_the_kind_keeps_airflow_and_names_the_role() -> None:
+    fake = FakeCluster(apis=[TF_API])
+    fake.faults.append(Fault("GET", "/apis/kubeflow.org/v1/namespaces/ns/tfjobs", 403, times=None,
+                             message='tfjobs.kubeflow.org is forbidden: User "u" cannot list resource "tfjobs"'))
+    chosen = await hand_off(KubeClient(fake), TFJobKind(), manifest(), requested="auto", submitter="a",
+                            reattach=True, probe_seconds=10)
+
+    assert chosen.decision.controller == "airflow"
+    assert "docs/rbac/handoff.yaml" in chosen.decision.reason
+    assert 'cannot list resource "tfjobs"' in chosen.decision.reason
+    assert [r for r in fake.requests if r.verb == "POST"] == []
 
 
 async def test_the_wait_ends_when_the_controller_finishes_the_job(fake: FakeCluster) -> None:
