@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -78,7 +78,7 @@ class Informer(Generic[T]):
     def upsert(self, obj: JsonDict, notify: bool = True) -> None:
         """Apply one object (from a watch, or our own write) unless we already hold a newer version."""
         meta = obj.get("metadata") or {}
-        key = str(meta.get("name", ""))
+        key = self.key_of(meta)
         version = _version(meta.get("resourceVersion"))
         if version and self._versions.get(key, 0) >= version:
             return  # already applied (our own write, or a replayed event)
@@ -90,6 +90,12 @@ class Informer(Generic[T]):
         self._move_index(key, index)
         if notify and (old is None or self.significant is None or self.significant(old) != self.significant(value)):
             self._notify(index)
+
+    def key_of(self, meta: Mapping[str, Any]) -> str:
+        """The name; `namespace/name` in a cache of a namespaced kind across all namespaces, where names repeat."""
+        name = str(meta.get("name", ""))
+        namespace = meta.get("namespace")
+        return f"{namespace}/{name}" if namespace and "/namespaces/" not in self.path else name
 
     def _index_value(self, obj: JsonDict) -> str:
         if self.index_by is not None:
@@ -134,7 +140,7 @@ class Informer(Generic[T]):
         version = ""
         async for page in self.client.list_pages(self.path, **query):
             for obj in page.get("items") or []:
-                fresh[str(obj["metadata"]["name"])] = obj
+                fresh[self.key_of(obj["metadata"])] = obj
             version = page.get("metadata", {}).get("resourceVersion", version)
             await asyncio.sleep(0)  # yield between pages: a huge list never blocks the loop
         for name in [k for k in self.values if k not in fresh]:
@@ -199,7 +205,7 @@ class Informer(Generic[T]):
             if kind == "BOOKMARK":
                 continue
             if kind == "DELETED":
-                self.remove(str(meta.get("name", "")))
+                self.remove(self.key_of(meta))
             else:
                 self.upsert(obj)
         return version

@@ -26,7 +26,8 @@ def cpu_per_thousand_events(nodes: int) -> float:
     pods: dict[str, PodInfo] = {n.name: make_pod(n.name, "Running") for n in node_infos}
     record = make_record(started_status(desired=nodes, active=nodes))
     parts: dict[str, Any] = {}
-    plan = reconcile_broadcast_job(spec, record, node_infos, list(pods.values()), NOW, parts=parts)  # settle the first pass
+    # settle the first pass
+    plan = reconcile_broadcast_job(spec, record, node_infos, list(pods.values()), NOW, parts=parts)
     record, parts = _applied(record, plan, parts)
     names = sorted(pods)
     spent = 0.0

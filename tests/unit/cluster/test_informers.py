@@ -73,3 +73,21 @@ async def test_X3_a_full_relist_repairs_a_cache_that_missed_events() -> None:
     assert version == "10"
     assert [(p.name, p.phase) for p in informer.items("u1")] == [("real", "Succeeded")]
     assert woken.is_set()
+
+
+async def test_a_cache_across_namespaces_keeps_objects_of_the_same_name_apart() -> None:
+    """Job records of the same name in two namespaces are two jobs (the UI's cluster-wide cache)."""
+    def record(namespace: str, version: int) -> dict[str, Any]:
+        return {"metadata": {"name": "bcj-nightly", "namespace": namespace, "resourceVersion": str(version)}}
+
+    everywhere: Informer[Any] = Informer(client=_ListingClient([{"items": [record("a", 1), record("b", 2)]}]),  # type: ignore[arg-type]
+                                         path="/api/v1/configmaps", transform=lambda obj: obj)
+    await everywhere._relist()
+    assert sorted(r["metadata"]["namespace"] for r in everywhere.items()) == ["a", "b"]
+    everywhere.remove(everywhere.key_of(record("a", 1)["metadata"]))
+    assert [r["metadata"]["namespace"] for r in everywhere.items()] == ["b"]
+
+    one_namespace: Informer[Any] = Informer(client=None, path="/api/v1/namespaces/a/configmaps",  # type: ignore[arg-type]
+                                            transform=lambda obj: obj)
+    one_namespace.upsert(record("a", 3))
+    assert list(one_namespace.values) == ["bcj-nightly"]  # readers of one namespace look objects up by name

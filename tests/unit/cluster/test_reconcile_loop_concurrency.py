@@ -32,7 +32,7 @@ async def test_a_status_write_lost_to_another_writer_is_recomputed_from_a_fresh_
     env.fake.hold_watches(CONFIGMAPS)  # the loop's cache will lag behind the other writer
     env.fake.patch(path, {"metadata": {"annotations": {"team": "ml"}}})
 
-    with caplog.at_level(logging.INFO, logger="airflow_broadcast.cluster.reconcile_loop"):
+    with caplog.at_level(logging.INFO, logger="airflow_broadcast.cluster"):  # the loop and job_records log it
         outcome = await env.drive(submission, "TFJob", single_pass=True)
 
     assert outcome.reason == "pending"
