@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from airflow_broadcast.cluster.job_records import EXPIRES_AT, KIND_LABEL, SUBMITTED_BY, record_view
-from airflow_broadcast.reconcilers.observed import PodInfo
+from airflow_broadcast.reconcilers.observed import JobRecord, PodInfo
 from airflow_broadcast.specs.tf_job.spec import LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from airflow_broadcast.specs.timestamps import from_rfc3339
 
@@ -89,29 +89,34 @@ def counts(kind: str, status: Mapping[str, Any]) -> dict[str, Any]:
             for rtype, c in sorted((status.get("replicaStatuses") or {}).items())}
 
 
-def job_summary(raw: Mapping[str, Any], now: float) -> dict[str, Any]:
-    """One line of the jobs list."""
-    record = record_view(raw)
-    kind = str(((raw.get("metadata") or {}).get("labels") or {}).get(KIND_LABEL, ""))
-    status = record.status
-    submitter = submitter_of(record.annotations.get(SUBMITTED_BY, ""))
-    expires = from_rfc3339(record.annotations.get(EXPIRES_AT))
-    stopped = stopped_by(record.manifest)
+def summary_of(kind: str, view: JobRecord, now: float, *, record: str, ttl_in: float | None,
+               controller: str, stopped: str | None = None) -> dict[str, Any]:
+    """One line of the jobs list, the same for a job record and a custom resource run by the cluster."""
+    status = view.status
+    submitter = submitter_of(view.annotations.get(SUBMITTED_BY, ""))
     return {
-        "kind": kind, "namespace": record.namespace, "name": record.job_name, "record": record.name,
-        "uid": record.uid, "phase": job_phase(kind, status, stopped), "counts": counts(kind, status),
-        "age": _age(str((raw.get("metadata") or {}).get("creationTimestamp") or ""), now),
-        "deadlineIn": _deadline(kind, record.manifest, status, now),
-        "ttlIn": None if expires is None else expires - now,
+        "kind": kind, "namespace": view.namespace, "name": view.job_name, "record": record,
+        "uid": view.uid, "phase": job_phase(kind, status, stopped), "counts": counts(kind, status),
+        "age": _age(str((view.raw.get("metadata") or {}).get("creationTimestamp") or ""), now),
+        "deadlineIn": _deadline(kind, view.manifest, status, now), "ttlIn": ttl_in,
         "dagId": submitter.dag_id if submitter else None, "taskId": submitter.task_id if submitter else None,
         "runId": submitter.run_id if submitter else None, "mapIndex": submitter.map_index if submitter else None,
-        "stoppedBy": stopped,
+        "stoppedBy": stopped, "controller": controller,
     }
 
 
+def job_summary(raw: Mapping[str, Any], now: float) -> dict[str, Any]:
+    """One line of the jobs list for a job record (Airflow is the controller)."""
+    record = record_view(raw)
+    kind = str(((raw.get("metadata") or {}).get("labels") or {}).get(KIND_LABEL, ""))
+    expires = from_rfc3339(record.annotations.get(EXPIRES_AT))
+    return summary_of(kind, record, now, record=record.name, ttl_in=None if expires is None else expires - now,
+                      controller="airflow", stopped=stopped_by(record.manifest))
+
+
 def matches(summary: Mapping[str, Any], filters: Mapping[str, str | None]) -> bool:
-    """Every given filter (phase, kind, namespace, dag) equals the job's value; phase ignores case."""
-    keys = {"phase": "phase", "kind": "kind", "namespace": "namespace", "dag": "dagId"}
+    """Every given filter (phase, kind, namespace, dag, controller) equals the job's value; case is ignored."""
+    keys = {"phase": "phase", "kind": "kind", "namespace": "namespace", "dag": "dagId", "controller": "controller"}
     for name, key in keys.items():
         wanted = filters.get(name)
         if wanted and str(summary.get(key) or "").lower() != wanted.lower():
@@ -187,9 +192,13 @@ def conditions(status: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def job_detail(raw: Mapping[str, Any], pods: Iterable[PodInfo], now: float,
                table: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The job page without its table page: summary, conditions, ineligible nodes, failure cause, all rows."""
-    summary = job_summary(raw, now)
-    status = record_view(raw).status
+    """The job page of a job record without its table page."""
+    return detail_of(job_summary(raw, now), record_view(raw).status, pods, table)
+
+
+def detail_of(summary: Mapping[str, Any], status: Mapping[str, Any], pods: Iterable[PodInfo],
+              table: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Summary, conditions, ineligible nodes, failure cause and all rows; `table` as for `node_rows`."""
     pods = list(pods)
     columns: tuple[str, ...]
     if summary["kind"] == "BroadcastJob":

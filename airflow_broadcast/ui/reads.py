@@ -7,10 +7,12 @@ that polls every second costs the API server nothing; a pod's change reaches the
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+import weakref
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from airflow_broadcast.cluster import job_api
+from airflow_broadcast.cluster.api_errors import Forbidden, NotFound
 from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.informers import Informer, shared_informer
 from airflow_broadcast.cluster.job_control import stop_active_children
@@ -22,7 +24,10 @@ from airflow_broadcast.cluster.pod_logs import log_tail
 from airflow_broadcast.cluster.record_parts import cached_parts, record_index
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
 from airflow_broadcast.reconcilers.broadcast_job.node_table import is_sharded, merged
+from airflow_broadcast.reconcilers.handoff import RESOURCES
+from airflow_broadcast.reconcilers.kind import KindName
 from airflow_broadcast.reconcilers.observed import RECORD_PART_LABEL, RECORD_UID_LABEL, PodInfo
+from airflow_broadcast.ui.handoff_view import owned_pods, pod_index, submitted_by_airflow
 from airflow_broadcast.ui.job_view import STOPPED_BY
 
 SYNC_TIMEOUT = 15.0
@@ -31,6 +36,10 @@ STOP_PATCH: dict[str, dict[str, Any]] = {
     "BroadcastJob": {"spec": {"paused": True}},
     "TFJob": {"spec": {"runPolicy": {"suspend": True}}},
 }
+UNSERVED_SECONDS = 60.0  # how long a kind's 404/403 is believed before the API server is asked again
+clock: Callable[[], float] = time.monotonic
+_unserved: weakref.WeakKeyDictionary[KubeClient, dict[KindName, float]] = weakref.WeakKeyDictionary()
+_served: weakref.WeakKeyDictionary[KubeClient, set[KindName]] = weakref.WeakKeyDictionary()
 
 
 async def client_for(conn_id: str) -> KubeClient:
@@ -73,8 +82,51 @@ async def job_pods(client: KubeClient, namespace: str, uid: str) -> list[PodInfo
     return list((await _synced(informer)).items(uid))
 
 
+async def resources(client: KubeClient) -> list[JsonDict]:
+    """The custom resources Airflow handed to the cluster's controller (both kinds, cluster-wide), from
+    shared watch caches. A kind whose CRD is not served (404) or not readable (403) is left out."""
+    found: list[JsonDict] = []
+    for kind in RESOURCES:
+        informer = await _resource_cache(client, kind)
+        if informer is not None:
+            found += [raw for raw in informer.items() if submitted_by_airflow(raw)]
+    return found
+
+
+async def _resource_cache(client: KubeClient, kind: KindName) -> Informer[JsonDict] | None:
+    """The kind's cache, or None while its CRD is not served: that answer is kept for UNSERVED_SECONDS, so
+    neither a poll nor a failing watch asks the API server again and again."""
+    unserved = _unserved.setdefault(client, {})
+    if kind in unserved and clock() - unserved[kind] < UNSERVED_SECONDS:
+        return None
+    api_version, plural = RESOURCES[kind]
+    path = api_path(api_version, plural)
+    try:
+        if kind not in _served.setdefault(client, set()):
+            await client.get(path, limit=1)  # a one-item probe, before a watch that would retry for ever
+            _served[client].add(kind)
+        return await _synced(shared_informer(client, path, _of_kind(kind)))
+    except (NotFound, Forbidden):
+        unserved[kind] = clock()
+        return None
+
+
+def _of_kind(kind: KindName) -> Callable[[JsonDict], JsonDict]:
+    def transform(obj: JsonDict) -> JsonDict:
+        return {**obj, "kind": kind}  # LIST items may omit their kind
+    return transform
+
+
+async def resource_pods(client: KubeClient, kind: KindName, namespace: str, name: str, uid: str) -> list[PodInfo]:
+    """The pods the cluster's controller made for the resource, by the label it sets on each of them."""
+    label, value = pod_index(kind, name, uid)
+    informer = shared_informer(client, api_path("v1", "pods", namespace=namespace), pod_info,
+                               label_selector=label, index_label=label)
+    return owned_pods((await _synced(informer)).items(value), uid)
+
+
 async def warnings(client: KubeClient, namespace: str, uid: str, pods: list[PodInfo]) -> list[dict[str, Any]]:
-    """The newest Warning events of the record and of its pods."""
+    """The newest Warning events of the job (its record or custom resource, by `uid`) and of its pods."""
     informer: Informer[WarningEvent] = await _synced(events_informer(client, namespace))
     found = [*informer.items(uid), *(e for pod in pods for e in informer.items(pod.uid))]
     found.sort(key=lambda e: e.last_seen, reverse=True)

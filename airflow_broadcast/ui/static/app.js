@@ -45,6 +45,12 @@ function countsText(job) {
   return Object.entries(c).map(([t, n]) => `${esc(t)}: ${n.active}/${n.succeeded}/${n.failed}`).join("<br>") || "—";
 }
 
+function kindCell(job) {
+  // A job handed to the cluster's controller (controller="cluster") is its custom resource, not a job record.
+  return esc(job.kind) + (job.controller === "cluster" ? ' <span class="tag" title="run by the cluster\'s controller">' +
+    "cluster</span>" : "");
+}
+
 function jobHref(job) {
   return `#/job/${encodeURIComponent(job.conn)}/${encodeURIComponent(job.namespace)}/${encodeURIComponent(job.record)}`;
 }
@@ -60,13 +66,13 @@ async function renderList() {
   const query = new URLSearchParams(Object.entries(state.filters).filter(([, v]) => v));
   const data = await api(`api/jobs?${query}`);
   const rows = data.jobs.map((job) => `<tr data-job="${esc(job.namespace)}/${esc(job.record)}">
-      <td>${esc(job.kind)}</td><td>${esc(job.namespace)}</td>
+      <td>${kindCell(job)}</td><td>${esc(job.namespace)}</td>
       <td><a class="job" href="${jobHref(job)}">${esc(job.name)}</a></td>
       <td class="phase phase-${esc(job.phase)}">${esc(job.phase)}</td><td class="counts">${countsText(job)}</td>
       <td>${duration(job.age)}</td><td>${duration(job.deadlineIn)}</td><td>${duration(job.ttlIn)}</td>
       <td>${airflowLink(job)}</td></tr>`).join("");
   const errors = Object.entries(data.errors).map(([c, e]) => `<p class="error">${esc(c)}: ${esc(e)}</p>`).join("");
-  view.innerHTML = `<div class="filters">${["phase", "kind", "namespace", "dag"].map((f) =>
+  view.innerHTML = `<div class="filters">${["phase", "kind", "namespace", "dag", "controller"].map((f) =>
     select(f, data.choices[f])).join("")}</div>${errors}
     <table id="jobs"><thead><tr><th>Kind</th><th>Namespace</th><th>Name</th><th>Phase</th><th>Counts</th>
     <th>Age</th><th>Deadline in</th><th>TTL expires in</th><th>DAG run / task</th></tr></thead>
@@ -101,6 +107,7 @@ function table(job) {
 }
 
 function extras(job) {
+  if (job.controller === "cluster") return "";  // the upstream controllers record no ineligible nodes nor failure cause
   if (job.kind === "BroadcastJob") {
     const rows = job.ineligibleNodes.map((n) => `<tr><td>${esc(n.node)}</td><td>${esc(n.reason)}</td></tr>`).join("");
     const more = job.ineligibleTotal > job.ineligibleNodes.length ? `<p class="muted">The first ` +
@@ -130,8 +137,9 @@ async function renderJob(conn, namespace, record) {
   const base = `api/jobs/${encodeURIComponent(conn)}/${encodeURIComponent(namespace)}/${encodeURIComponent(record)}`;
   const job = await api(`${base}?${query}`);
   const finished = ["completed", "failed", "succeeded", "stopped"].includes(job.phase.toLowerCase());
-  const stop = job.canStop && !finished ? '<button class="danger" id="stop">Stop job</button>' : "";
-  view.innerHTML = `<h2><span id="job-kind">${esc(job.kind)}</span> ${esc(job.namespace)}/<span id="job-name">` +
+  const stop = job.runBy ? `<p><span class="tag" id="run-by">run by ${esc(job.runBy)}</span></p>`
+    : job.canStop && !finished ? '<button class="danger" id="stop">Stop job</button>' : "";
+  view.innerHTML = `<h2><span id="job-kind">${kindCell(job)}</span> ${esc(job.namespace)}/<span id="job-name">` +
     `${esc(job.name)}</span> <span id="job-phase" class="phase phase-${esc(job.phase)}">${esc(job.phase)}</span></h2>
     <p>Age ${duration(job.age)} · deadline in ${duration(job.deadlineIn)} · TTL expires in ${duration(job.ttlIn)} ·
     ${airflowLink(job).replace("<br>", " · ")}${job.stoppedBy ? ` · stopped by ${esc(job.stoppedBy)}` : ""}</p>

@@ -2,99 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
-from airflow.api_fastapi.core_api.security import get_user
-from airflow.sdk.log import mask_secret
 from fastapi.testclient import TestClient
-from ui_records import NOW, pod, record
+from ui_fakes import Cluster
+from ui_records import SECRET, record
 
-from airflow_broadcast.ui import access, reads
 from airflow_broadcast.ui import app as app_module
-
-SECRET = "ui-secret-5d1e77"
-
-
-@dataclass
-class User:
-    name: str
-
-    def get_name(self) -> str:
-        return self.name
-
-    def get_id(self) -> str:
-        return self.name
-
-
-class AuthManager:
-    """outsider may not read DAG `secret`; viewer may read but not edit; admin may do everything."""
-
-    def is_authorized_dag(self, *, method: str, user: User, details: Any = None, access_entity: Any = None) -> bool:
-        dag = details.id if details is not None else None
-        if user.name == "outsider" and dag in ("secret", None):
-            return False
-        return method == "GET" or user.name == "admin"
-
-
-@dataclass
-class Cluster:
-    records: list[dict[str, Any]] = field(default_factory=list)
-    pods: list[Any] = field(default_factory=list)
-    stopped: list[tuple[str, ...]] = field(default_factory=list)
-
-
-@pytest.fixture
-def cluster(monkeypatch: pytest.MonkeyPatch) -> Cluster:
-    state = Cluster()
-    state.records = [
-        record("BroadcastJob", "open", {"phase": "running", "desired": 2, "active": 1, "succeeded": 1,
-                                        "nodes": {"n1": {"pod": "p1", "phase": "Failed", "exitCode": 1,
-                                                         "message": f"token={SECRET}"}}}, dag="etl"),
-        record("TFJob", "hidden", {"conditions": [{"type": "Running", "status": "True"}]}, dag="secret"),
-    ]
-    state.pods = [pod("p1", "Failed", node="n1", uid="uid-open", exit_code=1)]
-
-    async def client_for(conn: str) -> str:
-        return conn
-
-    async def records(client: Any) -> list[dict[str, Any]]:
-        return state.records
-
-    async def job_pods(client: Any, namespace: str, uid: str) -> list[Any]:
-        return [p for p in state.pods if p.labels.get("airflow-broadcast.io/job-uid") == uid]
-
-    async def warnings(*args: Any) -> list[dict[str, Any]]:
-        return [{"object": "Pod/p1", "reason": "BackOff", "message": f"pull with {SECRET}", "count": 2}]
-
-    async def pod_log(client: Any, namespace: str, name: str, container: str | None, lines: int) -> str:
-        return f"line 1\npassword {SECRET}\n"
-
-    async def stop_job(client: Any, kind: str, namespace: str, name: str, rec: str, uid: str, user: str) -> int:
-        state.stopped.append((kind, namespace, name, rec, uid, user))
-        return 1
-
-    for name, fake in {"client_for": client_for, "records": records, "job_pods": job_pods, "warnings": warnings,
-                       "pod_log": pod_log, "stop_job": stop_job}.items():
-        monkeypatch.setattr(reads, name, fake)
-    monkeypatch.setattr(access, "get_auth_manager", AuthManager)
-    monkeypatch.setattr(app_module.time, "time", lambda: NOW)
-    mask_secret(SECRET)
-    return state
-
-
-@pytest.fixture
-def as_user() -> Iterator[Any]:
-    client = TestClient(app_module.app)
-
-    def login(name: str) -> TestClient:
-        app_module.app.dependency_overrides[get_user] = lambda: User(name)
-        return client
-
-    yield login
-    app_module.app.dependency_overrides.clear()
 
 
 def test_the_page_itself_is_served() -> None:

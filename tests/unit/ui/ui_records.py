@@ -1,15 +1,17 @@
-"""Job records and pods as the UI reads them from the cluster, for the UI's unit tests."""
+"""Job records, hand-off custom resources and pods as the UI reads them from the cluster, for its unit tests."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from airflow_broadcast.cluster.job_records import new_record
+from airflow_broadcast.cluster.job_records import SUBMITTED_BY, new_record
 from airflow_broadcast.cluster.observation import pod_info
+from airflow_broadcast.reconcilers.handoff import RESOURCES
 from airflow_broadcast.reconcilers.observed import RECORD_UID_LABEL, PodInfo
 
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+SECRET = "ui-secret-5d1e77"
 
 
 def stamp(epoch: float) -> str:
@@ -29,16 +31,31 @@ def record(kind: str, name: str, status: dict[str, Any], *, namespace: str = "ns
     return raw
 
 
+def resource(kind: str, name: str, status: dict[str, Any], *, namespace: str = "ns1", dag: str | None = "etl",
+             spec: dict[str, Any] | None = None, created: float = NOW - 60) -> dict[str, Any]:
+    """A custom resource left to the cluster's controller, as the API returns it; `dag=None`: not Airflow's."""
+    api_version = RESOURCES[kind][0]  # type: ignore[index]
+    annotations = {SUBMITTED_BY: f"{dag}/run/manual__1/-1"} if dag else {}
+    return {"apiVersion": api_version, "kind": kind, "spec": spec or {}, "status": status,
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}", "annotations": annotations,
+                         "creationTimestamp": stamp(created), "resourceVersion": "9"}}
+
+
 def pod(name: str, phase: str, *, uid: str = "uid-job", node: str = "", labels: dict[str, str] | None = None,
-        restarts: int = 0, exit_code: int | None = None, reason: str = "") -> PodInfo:
-    """A pod of the job (record `uid`), through the same transform as the watch cache."""
+        restarts: int = 0, exit_code: int | None = None, reason: str = "", owner: str = "ConfigMap",
+        pinned: str = "") -> PodInfo:
+    """A pod of the job (its controller's `uid`), through the same transform as the watch cache. `pinned`: not yet
+    bound, but pinned to that node by a matchFields term, as Kruise pins a BroadcastJob's pods."""
     state: dict[str, Any] = {"running": {}}
     if exit_code is not None:
         state = {"terminated": {"exitCode": exit_code, "reason": reason}}
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [pinned]}]}
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
     return pod_info({
         "metadata": {"name": name, "uid": f"pod-{name}", "labels": {RECORD_UID_LABEL: uid, **(labels or {})},
-                     "ownerReferences": [{"uid": uid, "kind": "ConfigMap", "name": "r", "controller": True}]},
-        "spec": {"nodeName": node, "restartPolicy": "Never", "containers": [{"name": "main"}]},
+                     "ownerReferences": [{"uid": uid, "kind": owner, "name": "r", "controller": True}]},
+        "spec": {"nodeName": node, "restartPolicy": "Never", "containers": [{"name": "main"}],
+                 **({"affinity": affinity} if pinned else {})},
         "status": {"phase": phase, "containerStatuses": [{"name": "main", "restartCount": restarts,
                                                           "state": state}]},
     })
