@@ -89,8 +89,23 @@ class UpstreamControllers:
                 return None
         return info
 
-    def start(self, controllers: Sequence[str] = CONTROLLERS, timeout: float = 120.0) -> UpstreamInfo:
-        """Build (or reuse) and start the controllers; returns when each one's readiness probe passes."""
+    def start(self, controllers: Sequence[str] = CONTROLLERS, timeout: float = 120.0,
+              attempts: int = 2) -> UpstreamInfo:
+        """Build (or reuse) and start the controllers; returns when each one's readiness probe passes.
+
+        A controller that exits while starting is started once more: training-operator v1.9.0, restarted
+        right after a stop, sometimes shuts itself down during start-up and panics on the way out.
+        """
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._start_once(controllers, timeout)
+            except UpstreamStartError as exc:
+                if attempt == attempts or "exited during start" not in str(exc):
+                    raise
+                print(f"upstream controllers: {str(exc).splitlines()[0]}; starting again", flush=True)
+        raise AssertionError("unreachable")
+
+    def _start_once(self, controllers: Sequence[str], timeout: float) -> UpstreamInfo:
         cluster = self.plane.running()
         if cluster is None:
             raise UpstreamStartError(f"no running control plane in {self.plane.dir}")

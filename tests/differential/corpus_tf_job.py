@@ -67,6 +67,18 @@ SAME_TIME_EXITS = ("timing of the scenario, not an engine difference: the worker
 SAME_TIME_EXPLAINED = {r"^events\.<job>: only (upstream|ours): ExitedWithCode: Pod: <ns>\.<job>-worker-[1-9]\d* "
                        r"exited with code 0$": SAME_TIME_EXITS}
 
+# Workers scripted to fail together: when the second failure reaches upstream after the pass that failed the job,
+# upstream reconciles the failed job once more (recording TFJobFailed on every pass, E8); the task ended.
+LATE_SECOND_FAILURE = ("timing of the scenario: both workers fail at the same scripted time; when the second failure "
+                       "reached upstream after the pass that failed the job, upstream reconciled the failed job once "
+                       "more and recorded that worker's exit and a second `TFJobFailed` counting both (it records "
+                       "that event on every pass, E8); our task ends with the failing pass, so only its first")
+LATE_FAILURE_EXPLAINED = {
+    r"^events\.<job>: only upstream: ExitedWithCode: Pod: <ns>\.<job>-worker-[1-9]\d* exited with code 1$":
+        LATE_SECOND_FAILURE,
+    r"^events\.<job>: only upstream: TFJobFailed: TFJob <ns>/<job> has failed because 2 Worker replica\(s\) "
+    r"failed\.$": LATE_SECOND_FAILURE}
+
 RUNS = outcome(result=None)
 FAILS = outcome(result="Failed", exit_code="1")
 
@@ -74,7 +86,8 @@ TF_CASES = [
     tf_case("tf-chief-ps-workers-clean-running",
             lambda: tfjob("dj-cpw", chief_ps_workers(outcome(after="4s"), outcome()), cleanPodPolicy="Running")),
     tf_case("tf-workers-succeed", lambda: tfjob("dj-workers", {"Worker": replica(2, outcome())})),
-    tf_case("tf-worker-fails-never", lambda: tfjob("dj-wfail", {"Worker": replica(2, FAILS)})),
+    tf_case("tf-worker-fails-never", lambda: tfjob("dj-wfail", {"Worker": replica(2, FAILS)}),
+            explained=LATE_FAILURE_EXPLAINED),
     tf_case("tf-clean-all",
             lambda: tfjob("dj-cleanall", chief_ps_workers(outcome(after="3s"), outcome()), cleanPodPolicy="All")),
     tf_case("tf-clean-none",
@@ -119,7 +132,7 @@ TF_CASES = [
                           cleanPodPolicy="None")),
     tf_case("tf-all-workers-one-fails",
             lambda: tfjob("dj-allfail", {"Worker": replica(2, outcome(result="Failed", after="2s"))},
-                          success_policy="AllWorkers", cleanPodPolicy="All")),
+                          success_policy="AllWorkers", cleanPodPolicy="All"), explained=LATE_FAILURE_EXPLAINED),
     tf_case("tf-ps-only", lambda: tfjob("dj-psonly", {"PS": replica(1, outcome())}), hold=6.0),
     tf_case("tf-evaluator-only", lambda: tfjob("dj-evalonly", {"Evaluator": replica(1, outcome())}), hold=6.0),
     # ---- restart policies (E6, E7) ----
