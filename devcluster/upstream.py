@@ -96,14 +96,14 @@ class UpstreamControllers:
         A controller that exits while starting is started once more: training-operator v1.9.0, restarted
         right after a stop, sometimes shuts itself down during start-up and panics on the way out.
         """
-        for attempt in range(1, attempts + 1):
+        for _ in range(attempts - 1):
             try:
                 return self._start_once(controllers, timeout)
             except UpstreamStartError as exc:
-                if attempt == attempts or "exited during start" not in str(exc):
+                if "exited during start" not in str(exc):
                     raise
                 print(f"upstream controllers: {str(exc).splitlines()[0]}; starting again", flush=True)
-        raise AssertionError("unreachable")
+        return self._start_once(controllers, timeout)
 
     def _start_once(self, controllers: Sequence[str], timeout: float) -> UpstreamInfo:
         cluster = self.plane.running()

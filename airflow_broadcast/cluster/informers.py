@@ -54,6 +54,10 @@ class Informer(Generic[T]):
     _subscribers: dict[str, set[asyncio.Event]] = field(default_factory=dict, init=False)
     listed: bool = field(default=False, init=False)
     _task: asyncio.Task[None] | None = field(default=None, init=False)
+    _all_namespaces: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        self._all_namespaces = "/namespaces/" not in self.path
 
     # ---- reading -------------------------------------------------------------------------
     def items(self, index_value: str | None = None) -> list[T]:
@@ -95,7 +99,7 @@ class Informer(Generic[T]):
         """The name; `namespace/name` in a cache of a namespaced kind across all namespaces, where names repeat."""
         name = str(meta.get("name", ""))
         namespace = meta.get("namespace")
-        return f"{namespace}/{name}" if namespace and "/namespaces/" not in self.path else name
+        return f"{namespace}/{name}" if namespace and self._all_namespaces else name
 
     def _index_value(self, obj: JsonDict) -> str:
         if self.index_by is not None:

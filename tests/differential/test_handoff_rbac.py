@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from handoff_support import Runner, broadcast_task, custom_resources, task_runner, tf_job
 from kubernetes import client
-from support.rbac_grants import Grants, rbac_document, rules_of
+from support.rbac_grants import Grants, granted_roles, rbac_document, rules_of
 
 from airflow_broadcast.cluster.api_errors import Forbidden
 from airflow_broadcast.operators.tf_job import TFJobOperator
@@ -19,9 +19,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.differential]
 
 @pytest.fixture
 def grants(kubeconfig: str, upstream_namespace: str) -> Iterator[Grants]:
-    granted = Grants(kubeconfig, upstream_namespace)
-    yield granted
-    granted.cleanup()
+    yield from granted_roles(kubeconfig, upstream_namespace)
 
 
 @pytest.fixture

@@ -7,14 +7,12 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from support.rbac_grants import Grants
+from support.rbac_grants import Grants, granted_roles
 
 
 @pytest.fixture
 def grants(kubeconfig: str, namespace: str) -> Iterator[Grants]:
-    granted = Grants(kubeconfig, namespace)
-    yield granted
-    granted.cleanup()
+    yield from granted_roles(kubeconfig, namespace)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,15 @@ class Grants:
             self.rbac.delete_cluster_role_binding(name)
         for name in self.cluster_roles:
             self.rbac.delete_cluster_role(name)
+
+
+def granted_roles(kubeconfig: str, namespace: str) -> Iterator[Grants]:
+    """For a fixture: a Grants for the test's namespace, whose cluster-scoped objects are deleted afterwards."""
+    grants = Grants(kubeconfig, namespace)
+    try:
+        yield grants
+    finally:
+        grants.cleanup()
 
 
 def pod_template(pool: str, container: str, result: str = "Succeeded") -> dict[str, Any]:

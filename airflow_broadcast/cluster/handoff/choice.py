@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_broadcast.cluster.api_errors import Forbidden
 from airflow_broadcast.cluster.handoff.resources import (
     crd_served,
     delete_resource,
@@ -48,10 +49,11 @@ async def hand_off(client: KubeClient, kind: JobKind[Any, Any], manifest: Mappin
         if reattach and await _record_running(client, kind, namespace, name, submitter):
             return HandOff(Decision("airflow", "a previous try of this task runs it with Airflow as the controller"))
         manager = foreign_manager(kind.name, manifest)
-        served = True if manager is not None else await crd_served(client, kind.name, namespace)
-        if isinstance(served, str):
+        try:
+            served = manager is not None or await crd_served(client, kind.name, namespace)
+        except Forbidden as exc:
             return HandOff(Decision("airflow", f"this identity may not list {kind.name} resources "
-                                               f"(docs/rbac/handoff.yaml grants it): {served}"))
+                                               f"(docs/rbac/handoff.yaml grants it): {exc}"))
         if not served:
             return HandOff(decide("auto", kind.name, crd_served=False))
         if manager is not None:

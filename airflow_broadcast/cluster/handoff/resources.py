@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_broadcast.cluster.api_errors import AlreadyExists, ClusterApiError, Forbidden, NotFound
+from airflow_broadcast.cluster.api_errors import AlreadyExists, ClusterApiError, NotFound
 from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.job_records import SUBMITTED_BY
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
@@ -27,17 +27,15 @@ def resource_path(kind: KindName, namespace: str, name: str) -> str:
     return api_path(api_version, plural, namespace=namespace, name=name)
 
 
-async def crd_served(client: KubeClient, kind: KindName, namespace: str) -> bool | str:
+async def crd_served(client: KubeClient, kind: KindName, namespace: str) -> bool:
     """The API server serves the kind here: a one-item LIST answers (404: no such CRD or version).
 
-    A 403 is not an answer about the CRD: its message comes back, so that `auto` says why it keeps the job.
+    A 403 is no answer about the CRD, so `Forbidden` goes to the caller, which says why it keeps the job.
     """
     try:
         await client.get(resources_path(kind, namespace), limit=1)
     except NotFound:
         return False
-    except Forbidden as exc:
-        return str(exc)
     return True
 
 
