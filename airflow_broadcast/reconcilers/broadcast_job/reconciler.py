@@ -13,15 +13,9 @@ from typing import Any
 
 from airflow_broadcast.reconcilers.broadcast_job import node_table as nt
 from airflow_broadcast.reconcilers.broadcast_job.job_status import finish_condition, job_finished, ttl_expiry
-from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import REASON_AFFINITY
-from airflow_broadcast.reconcilers.broadcast_job.placement import Placement, node_results, place
-from airflow_broadcast.reconcilers.broadcast_job.pods import (
-    PodBuckets,
-    build_pod,
-    classify,
-    is_owned,
-    map_pods_to_nodes,
-)
+from airflow_broadcast.reconcilers.broadcast_job.ledger import INLINE_SOURCE
+from airflow_broadcast.reconcilers.broadcast_job.ledger_cache import keep_ledger, take_ledger
+from airflow_broadcast.reconcilers.broadcast_job.pods import build_pod, is_owned
 from airflow_broadcast.reconcilers.expiry import expiry_change
 from airflow_broadcast.reconcilers.json_copy import clone
 from airflow_broadcast.reconcilers.observed import JobRecord, NodeInfo, PodInfo
@@ -53,11 +47,9 @@ class _Pass:
                  parts: Mapping[str, Mapping[str, Any]]) -> None:
         self.spec, self.record, self.nodes, self.now, self.options = spec, record, nodes, now, options
         self.parts = nt.by_index(record.name, parts)
-        self.stored = nt.stored_table(record.status, self.parts)  # the node table as last written
-        self.table: dict[str, Any] = {}
-        self.desired: Mapping[str, PodInfo | None] = {}
-        owner_kind = str(record.owner_reference.get("kind") or "") or None
-        self.pods = [p for p in pods if is_owned(p, spec.name, record.uid, owner_kind)]
+        self.all_pods = pods
+        self.ledger = take_ledger(spec, record, kruise_compat=options.kruise_compat)
+        self.stored = self.ledger.stored  # the node table as last written
         self.status: dict[str, Any] = clone(record.status)
         self.events: list[JobEvent] = []
         self.deletes: list[DeleteChild] = []
@@ -66,7 +58,6 @@ class _Pass:
         self.requeue: float | None = None
         self.finished = False
         self.first_pass = False
-        self.done_without_pod: set[str] = set()
 
     # ---- helpers ---------------------------------------------------------------------
     def _event(self, type_: str, reason: str, message: str) -> None:
@@ -108,7 +99,9 @@ class _Pass:
             # RC4: a finished Always job only keeps its TTL expiry stamped (T1-T4, T6, T7).
             expiry = expiry_change(self.record.annotations, ttl_expiry(self.spec, self.record.status))
             if self.options.cleanup_succeeded_pods:
-                self._delete([p for p in self.pods if p.phase == "Succeeded" and not p.deleting], CLEANUP_REASON)
+                owner_kind = str(self.record.owner_reference.get("kind") or "") or None
+                self._delete([p for p in self.all_pods if p.phase == "Succeeded" and not p.deleting
+                              and is_owned(p, self.spec.name, self.record.uid, owner_kind)], CLEANUP_REASON)
             return Plan(finished=True, record_annotations=expiry, deletes=tuple(self.deletes))
         self.first_pass = not self.status.get("startTime")
         if self.first_pass:
@@ -125,41 +118,34 @@ class _Pass:
         ):
             self.requeue = earliest(self.requeue, deadline_left)
 
-        node_to_pod, duplicate_events = map_pods_to_nodes(self.pods)
-        self.events.extend(duplicate_events)
-        buckets = classify(self.pods, self.spec.failure_policy.restart_limit)
-        placement = place(self.spec.template, self.nodes, node_to_pod)
-        self.desired = placement.desired
-        self.table, events = node_results(placement.desired, self.stored,
-                                          warn_unschedulable=not self.options.kruise_compat)
-        if not self.options.kruise_compat:
-            self._keep_recorded_successes(placement)
-        self.status.update(active=len(buckets.active), failed=len(buckets.failed),
-                           succeeded=len(buckets.succeeded) + len(self.done_without_pod),
-                           desired=len(placement.desired))
+        ledger = self.ledger
+        ledger.advance(self.nodes, self.all_pods, self._sources())
+        # L12: a node whose recorded result is Succeeded is done without a pod (`done`), unless kruise_compat.
+        counts = ledger.counts
+        self.status.update(active=counts["active"], failed=counts["failed"],
+                           succeeded=counts["succeeded"] + ledger.done, desired=ledger.desired)
         self.status.pop("ineligibleNodesTotal", None)
-        self.status.update(nt.capped_ineligible(placement.ineligible, REASON_AFFINITY))
-        self.events.extend(events)
-        return self._decide(buckets, placement)
+        self.status.update(ledger.capped_ineligible())
+        self.events.extend(ledger.events())
+        try:
+            return self._decide()
+        finally:
+            keep_ledger(self.record.uid, ledger)
 
-    def _keep_recorded_successes(self, placement: Placement) -> None:
-        """L12: a node whose recorded result is Succeeded is done, even once its pod is gone (PodGC, cleanup).
+    def _sources(self) -> dict[int, Mapping[str, Any]]:
+        """Where the stored table is: the record's own `status.nodes` while small, else its parts."""
+        if nt.is_sharded(self.record.status):
+            return dict(self.parts)
+        return {INLINE_SOURCE: self.record.status.get("nodes") or {}}
 
-        Upstream re-runs it (L8), which `kruise_compat` keeps; a pod that did not succeed is still re-run.
-        """
-        self.done_without_pod = {node for node in placement.rest
-                                 if (self.table.get(node) or {}).get("phase") == "Succeeded"}
-        if self.done_without_pod:
-            placement.rest = [node for node in placement.rest if node not in self.done_without_pod]
-
-    def _cleanup_succeeded(self, buckets: PodBuckets) -> None:
+    def _cleanup_succeeded(self) -> None:
         """Delete succeeded pods whose result the record already holds (L12's optional cleanup)."""
-        for pod in buckets.succeeded:
+        for pod in self.ledger.owned_pods(self.all_pods, "succeeded"):
             stored = self.stored.get(pod.node or "") or {}
             if not pod.deleting and stored.get("phase") == "Succeeded" and stored.get("pod") == pod.name:
                 self._delete([pod], CLEANUP_REASON)
 
-    def _decide(self, buckets: PodBuckets, placement: Placement) -> Plan:
+    def _decide(self) -> Plan:
         phase = self.status["phase"]
         if phase == "failed":  # RC13
             return self._plan()
@@ -197,7 +183,7 @@ class _Pass:
                 message = f"Job {self.record.namespace}/{self.spec.name} was active longer than specified deadline"
 
         if job_failed:  # RC18
-            deleted = self._delete(buckets.active, reason)
+            deleted = self._delete(self.ledger.owned_pods(self.all_pods, "active"), reason)
             self.status["failed"] += deleted
             self.status["active"] -= deleted
             self.status["phase"] = "failed"
@@ -206,16 +192,17 @@ class _Pass:
             self._event("Warning", reason, message + self._counts_suffix())
             return self._plan()
 
-        if placement.misfits:
-            deleted = self._delete(placement.misfits, "NodeNoLongerEligible")
+        misfits = self.ledger.misfits
+        if misfits:
+            deleted = self._delete([misfits[n] for n in sorted(misfits)], "NodeNoLongerEligible")
             self.status["failed"] += deleted
             self.status["active"] -= deleted
         if self.options.cleanup_succeeded_pods and not self.options.kruise_compat:
-            self._cleanup_succeeded(buckets)
+            self._cleanup_succeeded()
         create_limit = None
-        if not self.record.deleting and placement.rest:
-            create_limit = self._plan_creates(placement.rest)
-        if self._complete(placement.desired):
+        if not self.record.deleting and self.ledger.rest:
+            create_limit = self._plan_creates(self.ledger.rest)
+        if self._complete():
             self.status["phase"] = "completed"
             succeeded, failed_n = self.status["succeeded"], self.status["failed"]
             self._finish("Complete", f"Job completed, {succeeded} pods succeeded, {failed_n} pods failed")
@@ -245,30 +232,30 @@ class _Pass:
             # the node's last finished result is kept beside the re-run (L12).
             entry: dict[str, Any] = {"pod": pod["metadata"]["name"], "phase": "Pending", "restarts": 0,
                                      "attempt": attempt}
-            last = self.table.get(node) or previous.get(node) or {}
+            row = self.ledger.rows.get(node)
+            last = (row.entry if row is not None else None) or previous.get(node) or {}
             if last.get("phase") in nt.TERMINAL:
                 entry["previous"] = {k: v for k, v in last.items() if k != "previous"}
-            self.table[node] = entry
+            self.ledger.set_entry(node, entry)
         return diff
 
-    def _complete(self, desired: Mapping[str, PodInfo | None]) -> bool:
-        """isJobComplete (§3.8): every desired node has a finished or terminating pod."""
-        if self.spec.completion_policy.type == "Never" or not desired:
+    def _complete(self) -> bool:
+        """isJobComplete (§3.8): every desired node has a finished or terminating pod (or a kept success)."""
+        if self.spec.completion_policy.type == "Never" or not self.ledger.desired:
             return False
-        return all(node in self.done_without_pod if pod is None else (pod.terminal or pod.deleting)
-                   for node, pod in desired.items())
+        return self.ledger.incomplete == 0
 
     def _store_table(self) -> dict[str, dict[str, Any]]:
         """The node table in the record while it is small, else in parts (see node_table); the parts to write."""
-        if not nt.is_sharded(self.status) and max(len(self.table), len(self.desired)) <= nt.INLINE_NODES:
-            self.status["nodes"] = self.table
+        ledger = self.ledger
+        if not nt.is_sharded(self.status) and max(len(ledger.entries), ledger.desired) <= nt.INLINE_NODES:
+            self.status["nodes"] = ledger.table()
             return {}
-        parts = int(self.status.get("nodeParts") or 0) or nt.parts_for(len(self.desired))
-        done = self.finished or (bool(self.desired) and all(
-            (self.table.get(node) or {}).get("phase") in nt.TERMINAL for node in self.desired))
-        self.status.update(nt.sharded_status(self.table, parts))
+        parts = int(self.status.get("nodeParts") or 0) or nt.parts_for(ledger.desired)
+        done = self.finished or (ledger.desired > 0 and ledger.terminal == ledger.desired)
+        self.status.update(ledger.sharded_fields(parts))
         return {nt.part_name(self.record.name, index): nt.part_document(entries)
-                for index, entries in nt.part_writes(self.table, self.parts, parts, done=done).items()}
+                for index, entries in ledger.open_book(parts).writes(ledger.rows, done=done).items()}
 
     def _plan(self, create_limit: int | None = None) -> Plan:
         record_parts = self._store_table()

@@ -1,0 +1,105 @@
+"""One node's line of a BroadcastJob pass: where it stands (getNodesToRunPod, §3.6) and its result (S11, L12).
+
+A row is a pure function of the node, the pod on it, the node's stored result and the job's fixed
+inputs, so a pass recomputes only the rows whose inputs changed (see ledger).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from airflow_broadcast.reconcilers.broadcast_job.memo import IdentityMemo
+from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import check_node_fitness
+from airflow_broadcast.reconcilers.broadcast_job.node_table import TERMINAL, durable
+from airflow_broadcast.reconcilers.broadcast_job.pods import (
+    UNSCHEDULABLE_REASON,
+    attempt_of,
+    node_result,
+    unschedulable_detail,
+)
+from airflow_broadcast.reconcilers.observed import NodeInfo, PodInfo
+from airflow_broadcast.reconcilers.plan import JobEvent
+
+_pod_fits: IdentityMemo[PodInfo, NodeInfo, str | None] = IdentityMemo()
+_results: IdentityMemo[PodInfo, None, dict[str, Any]] = IdentityMemo()
+
+
+def _fitness(pod: PodInfo, node: NodeInfo) -> str | None:
+    return check_node_fitness(pod.spec, node)
+
+
+def _result(pod: PodInfo, _: None) -> dict[str, Any]:
+    return node_result(pod)
+
+
+@dataclass(frozen=True)
+class RowRules:
+    """What every row of one job shares: the template's fitness check and the [F] switches."""
+
+    template_fits: Callable[[NodeInfo], str | None]
+    warn_unschedulable: bool
+    keep_successes: bool
+
+
+@dataclass(frozen=True)
+class Row:
+    """`pod` is set for a desired node with a pod; `rest` for a desired node that still needs one; `done` for one
+    whose recorded success stands without a pod (L12); `misfit` for a pod whose node no longer fits it (N13)."""
+
+    desired: bool = False
+    pod: PodInfo | None = None
+    rest: bool = False
+    done: bool = False
+    misfit: PodInfo | None = None
+    ineligible: str | None = None
+    entry: Mapping[str, Any] | None = None
+    warning: JobEvent | None = None
+
+    @property
+    def complete(self) -> bool:
+        """isJobComplete's test of one desired node (§3.8): a finished or terminating pod, or a kept success."""
+        if self.pod is None:
+            return self.done
+        return self.pod.terminal or self.pod.deleting
+
+    @property
+    def phase(self) -> str:
+        return str((self.entry or {}).get("phase") or "")
+
+    @cached_property
+    def durable(self) -> dict[str, Any] | None:
+        return None if self.entry is None else durable(self.entry)
+
+
+EMPTY = Row()
+
+
+def compute_row(name: str, node: NodeInfo | None, pod: PodInfo | None, before: Mapping[str, Any],
+                rules: RowRules) -> Row:
+    """The row of node `name`; `before` is its result as last stored ({} when none)."""
+    if node is None:
+        return EMPTY
+    if pod is not None:
+        reason = _pod_fits(pod.uid or pod.name, pod, node, _fitness)  # N13, once per pod and node version
+        if reason is not None and not pod.deleting:
+            return Row(misfit=pod, ineligible=reason)
+        return Row(desired=True, pod=pod, entry=dict(_results(pod.uid or pod.name, pod, None, _result)),
+                   warning=_unschedulable_warning(name, pod, before) if rules.warn_unschedulable else None)
+    reason = rules.template_fits(node)
+    if reason is not None:
+        return Row(ineligible=reason)
+    entry = before if before.get("phase") in TERMINAL else None
+    done = rules.keep_successes and entry is not None and entry.get("phase") == "Succeeded"
+    return Row(desired=True, rest=not done, done=done, entry=entry)
+
+
+def _unschedulable_warning(name: str, pod: PodInfo, before: Mapping[str, Any]) -> JobEvent | None:
+    """L11 fixed: a Warning when a node's pod turns unschedulable, not again once its result says so."""
+    detail = unschedulable_detail(pod)
+    if detail is None or (before.get("pod"), before.get("reason"), before.get("attempt", 1)) == (
+            pod.name, UNSCHEDULABLE_REASON, attempt_of(pod)):
+        return None
+    return JobEvent("Warning", "PodUnschedulable", f"Pod {pod.name} for node {name} cannot be scheduled: {detail}")
