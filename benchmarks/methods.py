@@ -11,6 +11,7 @@ BroadcastJob record, pinned by affinity or by nodeName, at the default client li
 from __future__ import annotations
 
 import asyncio
+import cProfile
 import json
 import multiprocessing
 import os
@@ -176,7 +177,7 @@ def child_main(task: Task, stop: Any, results: Any) -> None:
     try:
         if task.method.startswith("engine"):
             _configure_engine(task)
-            outcome = asyncio.run(_engine(task, stop))
+            outcome = _profiled(task, lambda: asyncio.run(_engine(task, stop)))
         else:
             outcome = asyncio.run(_plain(task, stop))
         outcome["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
@@ -184,6 +185,24 @@ def child_main(task: Task, stop: Any, results: Any) -> None:
     except BaseException as exc:
         results.put({"error": f"{type(exc).__name__}: {exc}"})
         raise
+
+
+def _profiled(task: Task, run: Any) -> Any:
+    """`run()`, under cProfile when BENCH_PROFILE_DIR names a directory (a stats file per method and size).
+
+    Passes over many objects run in a worker thread, which cProfile does not see: set
+    AIRFLOW__AIRFLOW_BROADCAST__THREAD_THRESHOLD high as well to keep them on the loop while profiling.
+    """
+    target = os.environ.get("BENCH_PROFILE_DIR")
+    if not target:
+        return run()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        return run()
+    finally:
+        profiler.disable()
+        profiler.dump_stats(Path(target) / f"{task.method}-{len(task.nodes)}-complete{int(task.complete)}.prof")
 
 
 async def _plain(task: Task, stop: Any) -> dict[str, Any]:

@@ -63,7 +63,12 @@ class Informer(Generic[T]):
     def items(self, index_value: str | None = None) -> list[T]:
         if index_value is None:
             return list(self.values.values())
-        return [self.values[k] for k in self._index.get(index_value, ()) if k in self.values]
+        # The index only names cached keys (upsert and remove keep both): a lookup in C per object.
+        return list(map(self.values.__getitem__, self._index.get(index_value, ())))
+
+    def count(self, index_value: str) -> int:
+        """How many cached objects an index value has, without listing them."""
+        return len(self._index.get(index_value, ()))
 
     def subscribe(self, index_value: str, event: asyncio.Event) -> None:
         self._subscribers.setdefault(index_value, set()).add(event)

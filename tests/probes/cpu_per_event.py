@@ -1,8 +1,9 @@
 """Probe: CPU-seconds of BroadcastJob reconcile passes per 1,000 pod events, at 1,000 and at 3,000 nodes.
 
 Run it ad hoc (`python -m probes.cpu_per_event` from tests/); it prints the figures and asserts nothing about
-time. The job first settles (its node table moves to parts once, an O(nodes) step per run). Each pass follows EVENTS_PER_PASS pod events (a burst the loop coalesces into one pass); the record and
-the parts are carried from pass to pass as the executor would write them.
+time. The job first settles (its node table moves to parts once, an O(nodes) step per run). Each pass then
+follows EVENTS_PER_PASS pod events (a burst the loop coalesces into one pass); the record and the parts are
+carried from pass to pass as the executor would write them.
 """
 
 from __future__ import annotations

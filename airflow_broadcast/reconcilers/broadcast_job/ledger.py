@@ -180,8 +180,8 @@ class NodeLedger:
 
     def _set_row(self, name: str, row: Row) -> None:
         old = self.rows.get(name, EMPTY)
-        if old is row:
-            return
+        if old is row or (old.ineligible is not None and old == row):
+            return  # a node the job does not run on changed in a way that does not matter (most node updates)
         self._count(name, old, -1)
         self._count(name, row, 1)
         if row is EMPTY:
@@ -204,10 +204,10 @@ class NodeLedger:
             if row.phase == "Failed":
                 self.failed.add(name) if sign > 0 else self.failed.discard(name)
                 self._failed_sorted = None
-        if row.ineligible is not None:
-            self._ineligible_view = None
         _keyed(self.misfits, name, row.misfit, sign)
-        _keyed(self.ineligible, name, row.ineligible, sign)
+        if row.ineligible is not None:
+            _keyed(self.ineligible, name, row.ineligible, sign)
+            self._ineligible_view = None
         _keyed(self.warnings, name, row.warning, sign)
 
     # ---- what a pass reads -----------------------------------------------------------

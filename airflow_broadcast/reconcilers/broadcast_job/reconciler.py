@@ -17,7 +17,6 @@ from airflow_broadcast.reconcilers.broadcast_job.ledger import INLINE_SOURCE
 from airflow_broadcast.reconcilers.broadcast_job.ledger_cache import keep_ledger, take_ledger
 from airflow_broadcast.reconcilers.broadcast_job.pods import build_pod, is_owned
 from airflow_broadcast.reconcilers.expiry import expiry_change
-from airflow_broadcast.reconcilers.json_copy import clone
 from airflow_broadcast.reconcilers.observed import JobRecord, NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan, earliest
 from airflow_broadcast.specs.broadcast_job.spec import BroadcastJobSpec
@@ -50,7 +49,9 @@ class _Pass:
         self.all_pods = pods
         self.ledger = take_ledger(spec, record, kruise_compat=options.kruise_compat)
         self.stored = self.ledger.stored  # the node table as last written
-        self.status: dict[str, Any] = clone(record.status)
+        # A pass replaces top-level fields and never edits a nested one in place: a shallow copy suffices
+        # (a deep one of a large status, its 1,000 ineligible nodes, cost more than the rest of the pass).
+        self.status: dict[str, Any] = dict(record.status)
         self.events: list[JobEvent] = []
         self.deletes: list[DeleteChild] = []
         self.creates: list[dict[str, Any]] = []

@@ -91,3 +91,18 @@ async def test_a_cache_across_namespaces_keeps_objects_of_the_same_name_apart() 
                                             transform=lambda obj: obj)
     one_namespace.upsert(record("a", 3))
     assert list(one_namespace.values) == ["bcj-nightly"]  # readers of one namespace look objects up by name
+
+
+def test_an_index_lists_and_counts_its_objects_as_they_come_move_and_go() -> None:
+    def pod(name: str, job: str, version: int) -> dict[str, Any]:
+        return {"metadata": {"name": name, "resourceVersion": str(version), "labels": {"job": job}}}
+
+    pods: Informer[Any] = Informer(client=None, path="/api/v1/namespaces/a/pods",  # type: ignore[arg-type]
+                                   transform=lambda obj: obj["metadata"]["name"], index_label="job")
+    for version, (name, job) in enumerate([("p1", "x"), ("p2", "x"), ("p3", "y")], start=1):
+        pods.upsert(pod(name, job, version))
+    assert sorted(pods.items("x")) == ["p1", "p2"] and pods.count("x") == 2 and pods.count("y") == 1
+    pods.upsert(pod("p2", "y", 4))  # relabelled: it moves to the other index value
+    pods.remove("p1")
+    assert pods.items("x") == [] and pods.count("x") == 0
+    assert sorted(pods.items("y")) == ["p2", "p3"] and pods.count("y") == 2 and pods.count("z") == 0
