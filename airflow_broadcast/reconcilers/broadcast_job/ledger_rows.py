@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from airflow_broadcast.reconcilers.broadcast_job.memo import IdentityMemo
+from airflow_broadcast.reconcilers.broadcast_job.memo import MAX_ENTRIES, IdentityMemo
 from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import check_node_fitness
 from airflow_broadcast.reconcilers.broadcast_job.node_table import TERMINAL, durable
 from airflow_broadcast.reconcilers.broadcast_job.pods import (
@@ -23,12 +23,25 @@ from airflow_broadcast.reconcilers.broadcast_job.pods import (
 from airflow_broadcast.reconcilers.observed import NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import JobEvent
 
-_pod_fits: IdentityMemo[PodInfo, NodeInfo, str | None] = IdentityMemo()
 _results: IdentityMemo[PodInfo, None, dict[str, Any]] = IdentityMemo()
+_fits: dict[str, tuple[Mapping[str, Any], NodeInfo, str | None]] = {}
 
 
-def _fitness(pod: PodInfo, node: NodeInfo) -> str | None:
-    return check_node_fitness(pod.spec, node)
+def pod_fits(pod: PodInfo, node: NodeInfo) -> str | None:
+    """N13 for one pod: why its node no longer fits it, or None; once per pod spec and node version.
+
+    A pod's spec hardly ever changes while its status does, and each status update is a new PodInfo:
+    the spec is compared by value (a few small fields), the node by identity.
+    """
+    key = pod.uid or pod.name
+    hit = _fits.get(key)
+    if hit is not None and hit[1] is node and (hit[0] is pod.spec or hit[0] == pod.spec):
+        return hit[2]
+    reason = check_node_fitness(pod.spec, node)
+    if len(_fits) >= MAX_ENTRIES:
+        _fits.clear()
+    _fits[key] = (pod.spec, node, reason)
+    return reason
 
 
 def _result(pod: PodInfo, _: None) -> dict[str, Any]:
@@ -83,7 +96,7 @@ def compute_row(name: str, node: NodeInfo | None, pod: PodInfo | None, before: M
     if node is None:
         return EMPTY
     if pod is not None:
-        reason = _pod_fits(pod.uid or pod.name, pod, node, _fitness)  # N13, once per pod and node version
+        reason = pod_fits(pod, node)
         if reason is not None and not pod.deleting:
             return Row(misfit=pod, ineligible=reason)
         return Row(desired=True, pod=pod, entry=dict(_results(pod.uid or pod.name, pod, None, _result)),

@@ -192,3 +192,28 @@ def test_only_large_ledgers_are_kept_and_only_a_few() -> None:
     for index in range(ledger_cache.MAX_KEPT + 2):
         reconcile_broadcast_job(spec, make_record(uid=f"uid-{index}"), large, [], NOW)
     assert list(ledger_cache._kept) == [f"uid-{i}" for i in range(2, ledger_cache.MAX_KEPT + 2)]
+
+
+def test_a_pods_fitness_is_checked_again_only_when_its_spec_or_its_node_changed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_broadcast.reconcilers.broadcast_job import ledger_rows
+
+    checked: list[str] = []
+    real = ledger_rows.check_node_fitness
+
+    def counting(spec: Any, node: NodeInfo) -> str | None:
+        checked.append(node.name)
+        return real(spec, node)
+
+    monkeypatch.setattr(ledger_rows, "check_node_fitness", counting)
+    ledger_rows._fits.clear()
+    spec = make_spec()
+    node = make_node("n-1", labels={"pool": "a"})
+    running = make_pod("n-1", "Running", spec=spec)
+    assert ledger_rows.pod_fits(running, node) is None
+    assert ledger_rows.pod_fits(make_pod("n-1", "Succeeded", spec=spec), node) is None  # status only: no check
+    assert checked == ["n-1"]
+    assert ledger_rows.pod_fits(running, make_node("n-1", labels={"pool": "b"})) is None  # a new node version
+    picky = make_pod("n-1", "Running", spec=spec, spec_changes={"nodeSelector": {"pool": "c"}})
+    assert ledger_rows.pod_fits(picky, node) is not None  # a changed spec is checked again, and no longer fits
+    assert checked == ["n-1", "n-1", "n-1"]
