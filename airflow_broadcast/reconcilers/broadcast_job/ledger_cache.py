@@ -21,7 +21,8 @@ KEEP_ABOVE = 64  # rows: below this a pass from scratch costs about as much as a
 MAX_KEPT = 8
 
 _kept: dict[str, NodeLedger] = {}
-_template_checks: IdentityMemo[Mapping[str, Any], None, FitnessCheck] = IdentityMemo()
+# One compiled check per job template in use; a small bound, so that the templates of jobs long gone are let go.
+_template_checks: IdentityMemo[Mapping[str, Any], None, FitnessCheck] = IdentityMemo(max_entries=1024)
 
 
 def _compile_template(template: Mapping[str, Any], _: None) -> FitnessCheck:

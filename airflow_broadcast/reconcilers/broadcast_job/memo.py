@@ -23,15 +23,16 @@ MAX_ENTRIES = 65536
 class IdentityMemo(Generic[A, B, R]):
     """`memo(key, a, b, compute)`: compute(a, b), unless the last call with `key` passed these very objects."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
         self._entries: dict[str, tuple[A, B, R]] = {}
+        self._max = max_entries
 
     def __call__(self, key: str, a: A, b: B, compute: Callable[[A, B], R]) -> R:
         hit = self._entries.get(key)
         if hit is not None and hit[0] is a and hit[1] is b:
             return hit[2]
         result = compute(a, b)
-        if len(self._entries) >= MAX_ENTRIES:
+        if len(self._entries) >= self._max:
             self._entries.clear()
         self._entries[key] = (a, b, result)
         return result

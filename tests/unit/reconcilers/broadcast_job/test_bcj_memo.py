@@ -21,3 +21,11 @@ def test_the_same_objects_reuse_the_result_and_equal_new_ones_recompute_it() -> 
     assert len(calls) == 2
     first.append(3)  # never happens to a watch cache's objects; shown to make the rule plain
     assert memo("k", [1, 2, 3], None, total) == 6
+
+
+def test_a_memo_lets_go_of_everything_once_it_reaches_its_bound() -> None:
+    memo: IdentityMemo[list[int], None, int] = IdentityMemo(max_entries=2)
+    kept = [[1], [2], [3]]
+    for index, value in enumerate(kept):
+        memo(f"k{index}", value, None, lambda a, _: sum(a))
+    assert list(memo._entries) == ["k2"]  # the third entry found the memo full: it was emptied first
