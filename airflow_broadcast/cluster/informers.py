@@ -63,8 +63,8 @@ class Informer(Generic[T]):
     def items(self, index_value: str | None = None) -> list[T]:
         if index_value is None:
             return list(self.values.values())
-        # The index only names cached keys (upsert and remove keep both): a lookup in C per object.
-        return list(map(self.values.__getitem__, self._index.get(index_value, ())))
+        values = self.values
+        return [v for v in map(values.get, self._index.get(index_value, ())) if v is not None]
 
     def count(self, index_value: str) -> int:
         """How many cached objects an index value has, without listing them."""
