@@ -21,21 +21,12 @@ from airflow_broadcast.reconcilers.broadcast_job import node_table as nt
 from airflow_broadcast.reconcilers.broadcast_job.ledger_parts import PartBook
 from airflow_broadcast.reconcilers.broadcast_job.ledger_rows import EMPTY, Row, RowRules, compute_row
 from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import REASON_AFFINITY
-from airflow_broadcast.reconcilers.broadcast_job.pods import is_owned, map_pods_to_nodes, restart_failed
+from airflow_broadcast.reconcilers.broadcast_job.pods import bucket_of, is_owned, map_pods_to_nodes
 from airflow_broadcast.reconcilers.observed import NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import JobEvent
 
 T = TypeVar("T")
 INLINE_SOURCE = -1  # the record's own `status.nodes`, the stored table while it is small
-
-
-def bucket_of(pod: PodInfo, restart_limit: int) -> str:
-    """filterPods (§3.3): succeeded, failed (or past the restart limit), active, or none (terminating)."""
-    if pod.phase in ("Succeeded", "Failed"):
-        return pod.phase.lower()
-    if pod.deleting:
-        return ""
-    return "failed" if restart_failed(pod, restart_limit) else "active"
 
 
 def changed_objects(old: list[T], new: Sequence[T]) -> tuple[list[T], list[T]]:
@@ -197,9 +188,9 @@ class NodeLedger:
             self.incomplete += 0 if row.complete else sign
         self.done += sign if row.done else 0
         if row.rest:
-            _sorted_add(self.rest, name) if sign > 0 else _sorted_remove(self.rest, name)
+            insort(self.rest, name) if sign > 0 else _sorted_remove(self.rest, name)
         if row.entry is not None:
-            _sorted_add(self.entries, name) if sign > 0 else _sorted_remove(self.entries, name)
+            insort(self.entries, name) if sign > 0 else _sorted_remove(self.entries, name)
             self.terminal += sign if row.phase in nt.TERMINAL else 0
             if row.phase == "Failed":
                 self.failed.add(name) if sign > 0 else self.failed.discard(name)
@@ -264,10 +255,6 @@ def _keyed(target: dict[str, Any], name: str, value: Any, sign: int) -> None:
         target[name] = value
     else:
         target.pop(name, None)
-
-
-def _sorted_add(names: list[str], name: str) -> None:
-    insort(names, name)
 
 
 def _sorted_remove(names: list[str], name: str) -> None:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_broadcast.reconcilers.json_copy import clone
@@ -68,30 +67,13 @@ def restart_failed(pod: PodInfo, restart_limit: int) -> bool:
     return pod.restart_policy == "OnFailure" and pod.restarts > restart_limit
 
 
-@dataclass
-class PodBuckets:
-    """Owned pods sorted the way upstream `filterPods` does (§3.3)."""
-
-    active: list[PodInfo] = field(default_factory=list)
-    failed: list[PodInfo] = field(default_factory=list)
-    succeeded: list[PodInfo] = field(default_factory=list)
-    restart_failed: list[PodInfo] = field(default_factory=list)
-
-
-def classify(pods: Iterable[PodInfo], restart_limit: int) -> PodBuckets:
-    buckets = PodBuckets()
-    for pod in pods:
-        if pod.phase == "Succeeded":
-            buckets.succeeded.append(pod)
-        elif pod.phase == "Failed":
-            buckets.failed.append(pod)
-        elif not pod.deleting:
-            if restart_failed(pod, restart_limit):
-                buckets.failed.append(pod)
-                buckets.restart_failed.append(pod)
-            else:
-                buckets.active.append(pod)
-    return buckets
+def bucket_of(pod: PodInfo, restart_limit: int) -> str:
+    """filterPods (§3.3): succeeded, failed (or past the restart limit), active, or "" (terminating)."""
+    if pod.phase in ("Succeeded", "Failed"):
+        return pod.phase.lower()
+    if pod.deleting:
+        return ""
+    return "failed" if restart_failed(pod, restart_limit) else "active"
 
 
 def map_pods_to_nodes(pods: Sequence[PodInfo]) -> tuple[dict[str, PodInfo], list[JobEvent]]:
