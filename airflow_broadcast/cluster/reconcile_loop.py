@@ -202,7 +202,7 @@ async def run_reconcile_loop(
             if driver.kind.settled(record):
                 return LoopOutcome(LoopReason.SETTLED, record)
             now = time.time()
-            startup = check_startup(watched.children.items(uid), now, startup_timeout)
+            startup = check_startup(watched.children.items(uid) if startup_timeout else (), now, startup_timeout)
             if startup.stall is not None and trouble is not None and startup_timeout:
                 return LoopOutcome(LoopReason.STARTUP_TIMEOUT, record, trouble.explain(startup.stall, startup_timeout))
             if single_pass:
@@ -273,7 +273,7 @@ def _permanent_watch_error(*informers: Any) -> ClusterApiError | None:
 async def _reconcile(driver: JobDriver[ObservedT], record: JobRecord, watched: WatchSet,
                      thread_threshold: int = THREAD_THRESHOLD) -> Plan:
     """Run the pure pass on a snapshot of the caches; large jobs run it in a worker thread so the loop keeps ticking."""
-    size = len(watched.children.items(record.uid)) + (len(watched.nodes.values) if watched.nodes else 0)
+    size = watched.children.count(record.uid) + (len(watched.nodes.values) if watched.nodes else 0)
     if size < thread_threshold:
         async with pass_turn():
             return driver.kind.reconcile(record, driver.observe(watched, record.uid), time.time())
