@@ -200,7 +200,7 @@ class PlanExecutor:
         while todo:
             current, todo = todo[:batch], todo[batch:]
             outcomes = await asyncio.gather(*(one(m) for m in current), return_exceptions=True)
-            failed = False
+            failed, fresh = False, 0
             for manifest, outcome in zip(current, outcomes, strict=True):
                 name = manifest["metadata"]["name"]
                 if isinstance(outcome, TransportError) and "Timeout" in str(outcome):
@@ -215,7 +215,7 @@ class PlanExecutor:
                 elif outcome[0]:
                     result.created += 1
                     if not outcome[2]:  # an adopted pod was created earlier, and reported then
-                        job_metrics.count(job_metrics.CREATED_PODS, self.kind, self.namespace)
+                        fresh += 1
                         events.append(JobEvent("Normal", self.style.create_ok,
                                                self.style.create_ok_message.format(name=name)))
                 else:
@@ -223,6 +223,7 @@ class PlanExecutor:
                     events.append(JobEvent("Warning", self.style.create_failed,
                                            self.style.create_failed_message.format(error=outcome[1])))
                     failed = True
+            job_metrics.count(job_metrics.CREATED_PODS, self.kind, self.namespace, fresh)  # one call per batch
             if failed:
                 return
             batch = min(batch * 2, len(todo)) if todo else batch

@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from airflow_broadcast.reconcilers.broadcast_job.memo import MAX_ENTRIES, IdentityMemo
-from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import check_node_fitness
+from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import FitnessCheck, compile_fitness
 from airflow_broadcast.reconcilers.broadcast_job.node_table import TERMINAL, durable
 from airflow_broadcast.reconcilers.broadcast_job.pods import (
     UNSCHEDULABLE_REASON,
@@ -24,23 +24,28 @@ from airflow_broadcast.reconcilers.observed import NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import JobEvent
 
 _results: IdentityMemo[PodInfo, None, dict[str, Any]] = IdentityMemo()
-_fits: dict[str, tuple[Mapping[str, Any], NodeInfo, str | None]] = {}
+_fits: dict[str, tuple[Mapping[str, Any], FitnessCheck, NodeInfo, str | None]] = {}
 
 
 def pod_fits(pod: PodInfo, node: NodeInfo) -> str | None:
     """N13 for one pod: why its node no longer fits it, or None; once per pod spec and node version.
 
     A pod's spec hardly ever changes while its status does, and each status update is a new PodInfo:
-    the spec is compared by value (a few small fields), the node by identity.
+    the spec is compared by value (a few small fields), the node by identity. A new node version
+    reuses the pod's compiled check.
     """
     key = pod.uid or pod.name
     hit = _fits.get(key)
-    if hit is not None and hit[1] is node and (hit[0] is pod.spec or hit[0] == pod.spec):
-        return hit[2]
-    reason = check_node_fitness(pod.spec, node)
+    if hit is not None and (hit[0] is pod.spec or hit[0] == pod.spec):
+        if hit[2] is node:
+            return hit[3]
+        check = hit[1]
+    else:
+        check = compile_fitness(pod.spec)
+    reason = check(node)
     if len(_fits) >= MAX_ENTRIES:
         _fits.clear()
-    _fits[key] = (pod.spec, node, reason)
+    _fits[key] = (pod.spec, check, node, reason)
     return reason
 
 

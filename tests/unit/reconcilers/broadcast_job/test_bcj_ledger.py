@@ -198,14 +198,20 @@ def test_a_pods_fitness_is_checked_again_only_when_its_spec_or_its_node_changed(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from airflow_broadcast.reconcilers.broadcast_job import ledger_rows
 
+    compiled: list[str] = []
     checked: list[str] = []
-    real = ledger_rows.check_node_fitness
+    real = ledger_rows.compile_fitness
 
-    def counting(spec: Any, node: NodeInfo) -> str | None:
-        checked.append(node.name)
-        return real(spec, node)
+    def counting(spec: Any) -> Any:
+        compiled.append(str(spec.get("nodeSelector")))
+        check = real(spec)
 
-    monkeypatch.setattr(ledger_rows, "check_node_fitness", counting)
+        def run(node: NodeInfo) -> str | None:
+            checked.append(node.name)
+            return check(node)
+        return run
+
+    monkeypatch.setattr(ledger_rows, "compile_fitness", counting)
     ledger_rows._fits.clear()
     spec = make_spec()
     node = make_node("n-1", labels={"pool": "a"})
@@ -214,6 +220,7 @@ def test_a_pods_fitness_is_checked_again_only_when_its_spec_or_its_node_changed(
     assert ledger_rows.pod_fits(make_pod("n-1", "Succeeded", spec=spec), node) is None  # status only: no check
     assert checked == ["n-1"]
     assert ledger_rows.pod_fits(running, make_node("n-1", labels={"pool": "b"})) is None  # a new node version
+    assert (len(compiled), checked) == (1, ["n-1", "n-1"]), "a new node version reuses the compiled check"
     picky = make_pod("n-1", "Running", spec=spec, spec_changes={"nodeSelector": {"pool": "c"}})
-    assert ledger_rows.pod_fits(picky, node) is not None  # a changed spec is checked again, and no longer fits
-    assert checked == ["n-1", "n-1", "n-1"]
+    assert ledger_rows.pod_fits(picky, node) is not None  # a changed spec is compiled again, and no longer fits
+    assert (len(compiled), checked) == (2, ["n-1", "n-1", "n-1"])
