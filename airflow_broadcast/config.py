@@ -32,7 +32,6 @@ class Settings:
     ttl_sweep_seconds: float = 60.0
     unread_result_grace_seconds: float = 600.0
     freeze_startup_heap: bool = True
-    trim_heap: bool = True
     measure_loop_lag: bool = False
 
 
@@ -75,11 +74,6 @@ DESCRIPTIONS: dict[str, str] = {
     "freeze_startup_heap": (
         "Freeze the objects alive when the first Kubernetes client of a process is built (``gc.freeze()``), so "
         "that full garbage collections of a triggerer's large heap do not stall its event loop."
-    ),
-    "trim_heap": (
-        "In a triggerer, hand the memory freed after bursts (jobs starting, large lists) back to the operating "
-        "system with glibc's ``malloc_trim`` when the process grew by 8 MiB since the last trim (checked every "
-        "30 s), so that its resident size follows the jobs it holds rather than its high-water mark."
     ),
     "measure_loop_lag": (
         "Log the event loop's wake-up delay (p50, p99, max, stalls over 0.2 s), the longest garbage-collection "

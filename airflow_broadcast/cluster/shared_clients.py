@@ -12,7 +12,6 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from airflow_broadcast.cluster.heap_trim import start_heap_trimmer, stop_heap_trimmer
 from airflow_broadcast.cluster.kube_client import KubeClient
 
 ApiClientFactory = Callable[[], Awaitable[Any]]
@@ -24,11 +23,10 @@ _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = wea
 
 
 async def shared_client(key: str, make_api_client: ApiClientFactory, *, freeze_heap: bool = True,
-                        trim_heap: bool = False, **options: Any) -> KubeClient:
+                        **options: Any) -> KubeClient:
     """The client for `key` on the running loop, created once with `make_api_client()` and KubeClient `options`.
 
     `freeze_heap`: freeze the start-up heap when the process builds its first client (see below).
-    `trim_heap`: run the loop's heap trimmer (cluster/heap_trim.py) while it has clients.
     """
     loop = asyncio.get_running_loop()
     clients = _clients.setdefault(loop, {})
@@ -43,8 +41,6 @@ async def shared_client(key: str, make_api_client: ApiClientFactory, *, freeze_h
             clients[key] = client
             if freeze_heap:
                 _freeze_startup_heap()
-            if trim_heap:
-                start_heap_trimmer()
     return client
 
 
@@ -73,6 +69,5 @@ def clients_on_this_loop() -> int:
 
 async def close_clients_on_this_loop() -> None:
     """Close the running loop's clients (worker-side `asyncio.run` calls end with this)."""
-    await stop_heap_trimmer()
     for client in _clients.pop(asyncio.get_running_loop(), {}).values():
         await client.close()

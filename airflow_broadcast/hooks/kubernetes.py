@@ -12,7 +12,7 @@ from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.shared_clients import shared_client
 from airflow_broadcast.config import Settings, current_settings
 from airflow_broadcast.hooks.kube_config import DEFAULT_NAMESPACE, ConnectionConfig, CredentialLoader, namespace_of
-from airflow_broadcast.hooks.metrics import in_triggerer, install_airflow_metrics
+from airflow_broadcast.hooks.metrics import install_airflow_metrics
 from airflow_broadcast.version_compat import AirflowNotFoundException, BaseHook
 
 __all__ = ["DEFAULT_NAMESPACE", "BroadcastKubernetesHook", "connection_namespace"]
@@ -58,7 +58,6 @@ class BroadcastKubernetesHook(BaseHook):
     async def kube_client(self) -> KubeClient:
         s = self.settings
         return await shared_client(self._client_key(), self._new_api_client, freeze_heap=s.freeze_startup_heap,
-                                   trim_heap=s.trim_heap and in_triggerer(),
                                    qps=s.client_qps, burst=s.client_burst, request_timeout=s.client_request_timeout,
                                    max_retries=s.client_max_retries, max_inflight=s.client_max_inflight)
 

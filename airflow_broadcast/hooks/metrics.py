@@ -38,11 +38,6 @@ def running_in_triggerer() -> None:
     _in_triggerer = True
 
 
-def in_triggerer() -> bool:
-    """Whether a trigger of this provider has run in this process (it is a triggerer's)."""
-    return _in_triggerer
-
-
 def airflow_stats() -> StatsClient:
     """The public stats interface this process's Airflow component configured."""
     try:
