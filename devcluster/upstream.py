@@ -90,10 +90,10 @@ class UpstreamControllers:
         return info
 
     def start(self, controllers: Sequence[str] = CONTROLLERS, timeout: float = 120.0,
-              attempts: int = 2) -> UpstreamInfo:
+              attempts: int = 4) -> UpstreamInfo:
         """Build (or reuse) and start the controllers; returns when each one's readiness probe passes.
 
-        A controller that exits while starting is started once more: training-operator v1.9.0, restarted
+        A start in which a controller exits is tried again (up to `attempts` in all): training-operator v1.9.0, restarted
         right after a stop, sometimes shuts itself down during start-up and panics on the way out.
         """
         for _ in range(attempts - 1):
