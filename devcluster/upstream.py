@@ -93,8 +93,9 @@ class UpstreamControllers:
               attempts: int = 4) -> UpstreamInfo:
         """Build (or reuse) and start the controllers; returns when each one's readiness probe passes.
 
-        A start in which a controller exits is tried again (up to `attempts` in all): training-operator v1.9.0, restarted
-        right after a stop, sometimes shuts itself down during start-up and panics on the way out.
+        A start in which a controller exits is tried again (up to `attempts` in all): training-operator
+        v1.9.0, restarted right after a stop, sometimes shuts itself down during start-up and panics on the
+        way out.
         """
         for _ in range(attempts - 1):
             try:
