@@ -126,10 +126,13 @@ async def _engine(task: Task, stop: Any) -> dict[str, Any]:
     trigger = JobReconcileTrigger(JobTriggerArgs(kind="BroadcastJob", namespace=task.namespace,
                                                  record_name=record.name, uid=record.uid, options=options))
 
+    JobReconcileTrigger.resumed_after_event = True  # iterated on after its event, as Airflow's triggerer does
+
     async def first_event() -> dict[str, Any]:
+        fired: dict[str, Any] = {}
         async for event in trigger.run():
-            return {"event": event.payload, "event_epoch": time.time()}
-        return {}
+            fired = fired or {"event": event.payload, "event_epoch": time.time()}
+        return fired
 
     run = asyncio.get_running_loop().create_task(first_event())
     waits: list[asyncio.Future[Any]] = [run]

@@ -6,14 +6,16 @@ import asyncio
 import random
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from airflow_broadcast.reconcilers.plan import earliest
+from airflow_broadcast.reconcilers.plan import Plan, earliest
 
 MIN_PASS_INTERVAL = 0.25  # the longest gap between passes that coalesces a burst of watch events
 MIN_PASS_GAP = 0.002  # the shortest, so that a burst of events that arrive together costs one pass
 RESYNC_JITTER = 0.2
 FULL_RESYNC_EVERY = 10  # an unconditional pass at least every 10 resyncs (5 minutes by default)
+PROGRESS_WRITE_GAP = 1.0  # the Job controller's syncJobBatchPeriod: status count updates at most once a second
 
 
 def coalesce_gap(since_start: float, took: float) -> float:
@@ -67,3 +69,38 @@ def pass_turn() -> asyncio.Lock:
     if turn is None:
         turn = _turns[loop] = asyncio.Lock()
     return turn
+
+
+class ProgressWrites:
+    """A status write that only moves counts waits until PROGRESS_WRITE_GAP after the last status write.
+
+    While 1,000 pods finish, a pass runs every few tens of milliseconds, and writing the record
+    after each one kept the loop waiting on the API server, so the last pod's event waited for
+    the write before it. A held plan is simply not applied: the next pass computes the status
+    again from the record (level-triggered). Transitions (phase, conditions), events, children,
+    parts and annotations are written at once, and so is a status that finishes or settles the job.
+    """
+
+    def __init__(self, gap: float = PROGRESS_WRITE_GAP) -> None:
+        self.gap = gap
+        self.last = -gap
+
+    def hold(self, plan: Plan, recorded: Mapping[str, Any], decisive: bool, now: float) -> float | None:
+        """Seconds to hold this plan back (monotonic `now`), or None to apply it now."""
+        if decisive or plan.finished or not _counts_only(plan, recorded):
+            return None
+        left = self.last + self.gap - now
+        return left if left > 0 else None
+
+    def applied(self, plan: Plan, now: float) -> None:
+        if plan.status is not None:
+            self.last = now
+
+
+def _counts_only(plan: Plan, recorded: Mapping[str, Any]) -> bool:
+    status = plan.status
+    if status is None or plan.events or plan.record_parts or plan.record_annotations:
+        return False
+    if plan.create_pods or plan.create_services or plan.create_objects or plan.deletes:
+        return False
+    return all(status.get(key) == recorded.get(key) for key in ("phase", "conditions"))

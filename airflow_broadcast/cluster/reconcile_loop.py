@@ -8,6 +8,7 @@ restarted or duplicated trigger simply carries on. Wake-ups come from watches
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -28,8 +29,8 @@ from airflow_broadcast.cluster.job_records import (
 )
 from airflow_broadcast.cluster.job_warnings import JobWarning, JobWarnings, events_informer
 from airflow_broadcast.cluster.kube_client import Backoff, JsonDict, KubeClient
-from airflow_broadcast.cluster.pass_pacing import coalesce_gap, pass_turn, wait_event, wait_for_work
-from airflow_broadcast.cluster.plan_executor import ChildEventStyle, PlanExecutor
+from airflow_broadcast.cluster.pass_pacing import ProgressWrites, coalesce_gap, pass_turn, wait_event, wait_for_work
+from airflow_broadcast.cluster.plan_executor import ApplyResult, ChildEventStyle, PlanExecutor
 from airflow_broadcast.cluster.record_parts import record_index
 from airflow_broadcast.reconcilers.kind import JobKind
 from airflow_broadcast.reconcilers.observed import JobRecord
@@ -108,13 +109,15 @@ async def run_reconcile_loop(
     deadline: float | None = None, resync: float = RESYNC_SECONDS,
     progress: Callable[[JobRecord], None] | None = None, single_pass: bool = False,
     startup_timeout: float | None = None, warnings: Callable[[JobWarning], None] | None = None,
-    thread_threshold: int = THREAD_THRESHOLD,
+    thread_threshold: int = THREAD_THRESHOLD, announce: Callable[[LoopOutcome], None] | None = None,
 ) -> LoopOutcome:
     """Drive one job until it finishes (or settles), disappears, or `deadline` (epoch) passes.
 
     `startup_timeout` (seconds) ends it when a pod has been Pending that long; `warnings`
     receives the job's Warning events and warning pod statuses as they appear. A pass over
-    more than `thread_threshold` children and nodes runs in a worker thread.
+    more than `thread_threshold` children and nodes runs in a worker thread. `announce` gets
+    the outcome of the finishing pass before its writes, so that a caller can report it while
+    they go out; a reader that finds the record behind it repeats the pass (level-triggered).
     """
     records = record_informer(client, namespace)
     watched = driver.watch(client, namespace)
@@ -140,6 +143,7 @@ async def run_reconcile_loop(
     executor = PlanExecutor(client, namespace, uid, pods=watched.children, services=watched.services,
                             style=driver.style, kind=driver.kind.name, pod_groups=watched.pod_groups,
                             records=records)
+    progress_writes = ProgressWrites()
     trouble: JobWarnings | None = None
     feed: asyncio.Task[None] | None = None
     viewed: tuple[JsonDict, JobRecord] | None = None
@@ -175,8 +179,14 @@ async def run_reconcile_loop(
             failure = _permanent_watch_error(records, watched)
             if failure is not None:
                 return LoopOutcome(LoopReason.ERROR, record, failure.describe())
+            if announce is not None and plan.finished and not plan.create_pods:
+                announce(LoopOutcome(LoopReason.FINISHED, _planned(record, plan)))
+                announce = None
+            held = None if single_pass else progress_writes.hold(
+                plan, record.status, driver.kind.settled(_planned(record, plan)), time.monotonic())
             try:
-                applied = await executor.apply(plan, raw, EventRecorder(client, raw))
+                applied = ApplyResult() if held is not None else await executor.apply(
+                    plan, raw, EventRecorder(client, raw))
             except ClusterApiError as exc:
                 if not exc.retryable:
                     raise
@@ -187,6 +197,8 @@ async def run_reconcile_loop(
                 await asyncio.sleep(delay)
                 continue
             failures.reset()
+            if held is None:
+                progress_writes.applied(plan, time.monotonic())
             if applied.conflict:
                 if not await refresh_record(client, records, namespace, record_name):
                     await wait_event(wake, 1.0)
@@ -209,7 +221,7 @@ async def run_reconcile_loop(
                 return LoopOutcome(LoopReason.PENDING, record)
             if deadline is not None and now >= deadline:
                 return LoopOutcome(LoopReason.TIMEOUT, record, "the task's execution deadline passed")
-            requeue = plan.requeue_after
+            requeue = earliest(plan.requeue_after, held)
             if applied.create_errors:  # R7: failed batches retry soon, but not back to back
                 requeue = max(requeue or 0.0, CREATE_RETRY_SECONDS)
             timer = earliest(requeue, None if deadline is None else deadline - now,
@@ -227,6 +239,12 @@ async def run_reconcile_loop(
             informer.unsubscribe(key, wake)
         if job_name:
             records.unsubscribe(job_name, wake)
+
+
+def _planned(record: JobRecord, plan: Plan) -> JobRecord:
+    """The record as the plan will write it (a finishing pass creates nothing, so no create counts)."""
+    status = plan.status_after(0, 0)
+    return record if status is None else dataclasses.replace(record, status=status)
 
 
 async def _report_rest(trouble: JobWarnings | None, warnings: Callable[[JobWarning], None] | None,

@@ -18,6 +18,7 @@ from airflow_broadcast.cluster.job_records import (
     record_view,
 )
 from airflow_broadcast.cluster.job_results import result_read
+from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.cluster.pod_logs import TAIL_BYTES, log_tails
 from airflow_broadcast.cluster.reconcile_loop import LoopReason
 from airflow_broadcast.cluster.worker_loop import run_on_worker
@@ -28,6 +29,7 @@ from airflow_broadcast.triggers.progress import TaskLog
 from airflow_broadcast.triggers.task_output import shown_log_tail, shown_message, shown_result
 
 DEFER_MARGIN_SECONDS = 60.0
+CATCH_UP_PASSES = 3
 MAX_DEFER_SECONDS = 100 * 365 * 86400.0
 DEFAULT_STARTUP_TIMEOUT_SECONDS = 600.0  # long enough for an autoscaled node or a large image; see the docs
 TIMEOUTS: dict[LoopReason, tuple[type[JobTimeoutError], str]] = {
@@ -91,6 +93,9 @@ def conclude(args: JobTriggerArgs, outcome: str, message: str, log: TaskLog, *,
             raise JobFailedError(shown_message(f"{args.kind} record {args.namespace}/{args.record_name} disappeared "
                                                f"before its result was read ({message or outcome})"))
         record = record_view(raw)
+        if reason is LoopReason.FINISHED and not kind.is_finished(record.status):
+            raw = await _catch_up(args, client, log, raw)
+            record = record_view(raw)
         if reason in TIMEOUTS:
             error, what = TIMEOUTS[reason]
             if args.on_kill_action == "delete_active_pods":
@@ -122,3 +127,23 @@ def conclude(args: JobTriggerArgs, outcome: str, message: str, log: TaskLog, *,
         return run_on_worker(collect)
     except ClusterApiError as exc:
         raise JobFailedError(shown_message(exc.describe())) from exc
+
+
+async def _catch_up(args: JobTriggerArgs, client: KubeClient, log: TaskLog, raw: JsonDict,
+                    passes: int = CATCH_UP_PASSES) -> JsonDict:
+    """The trigger fired before its finishing writes and they never landed (its triggerer died): repeat the pass.
+
+    The pass is level-triggered, so it finds the same finished job and writes what was lost.
+    """
+    kind = args.driver().kind
+    log.info("%s %s/%s: the record is behind the finished event; repeating the finishing pass",
+             args.kind, args.namespace, args.record_name)
+    for _ in range(passes):
+        await drive_job(args, client, log, single_pass=True)
+        fresh = await get_record(client, args.namespace, args.record_name)
+        if fresh is None or (fresh.get("metadata") or {}).get("uid") != args.uid:
+            return raw
+        raw = fresh
+        if kind.is_finished(record_view(raw).status):
+            break
+    return raw

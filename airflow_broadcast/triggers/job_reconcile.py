@@ -10,9 +10,9 @@ import asyncio
 import dataclasses
 import json
 import traceback
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, ClassVar, Literal, NotRequired, TypedDict
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
@@ -27,6 +27,7 @@ from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
 from airflow_broadcast.hooks.metrics import running_in_triggerer
 from airflow_broadcast.reconcilers.kind import KindName
 from airflow_broadcast.reconcilers.tf_job.logs import primary_pod
+from airflow_broadcast.triggers.early_event import EarlyOutcome, runner_resumes_after_event
 from airflow_broadcast.triggers.loop_lag import LoopLag
 from airflow_broadcast.triggers.progress import ProgressLog, TaskLog, WarningLog, masked
 from airflow_broadcast.triggers.task_end import success_event
@@ -113,11 +114,16 @@ class JobReconcileTrigger(BaseTrigger):
     """Drive a BroadcastJob or TFJob record until it finishes, then fire one event (JobEventPayload).
 
     Built from JobTriggerArgs, or from its kwargs (as Airflow rebuilds a trigger).
+    `resumed_after_event`: whether the runner keeps iterating after the event (None: True
+    inside Airflow's triggerer), which lets a finished job's event go before its last writes.
     """
+
+    resumed_after_event: ClassVar[bool | None] = None
 
     def __init__(self, args: JobTriggerArgs | None = None, **kwargs: Any) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.args = args if args is not None else JobTriggerArgs.from_kwargs(kwargs)
+        self.fired = False
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return f"{type(self).__module__}.{type(self).__qualname__}", self.args.kwargs()
@@ -140,15 +146,20 @@ class JobReconcileTrigger(BaseTrigger):
             sweep = asyncio.get_running_loop().create_task(sweep_in_background(
                 client, args.namespace, every=settings.ttl_sweep_seconds,
                 unread_grace=settings.unread_result_grace_seconds))
-            lag = LoopLag() if settings.measure_loop_lag else None
-            monitor = asyncio.get_running_loop().create_task(lag.run()) if lag else None
+            early = EarlyOutcome() if self._fires_early() else None
+            driving = asyncio.get_running_loop().create_task(
+                self._drive(client, settings.measure_loop_lag, early.announce if early else None))
             try:
-                outcome = await drive_job(args, client, self.log)
+                outcome, announced = await early.first(driving) if early else (await driving, False)
+                if announced:
+                    self.fired = True
+                    yield self._event(outcome.reason, outcome.message, phase=str(outcome.status.get("phase", "")))
+                    await self._finish_writes(driving, sweep)
+                    return
             finally:
-                if monitor is not None and lag is not None:
-                    monitor.cancel()
-                    self.log.info("event loop lag while reconciling: %s (%d API requests)", json.dumps(lag.report()),
-                                  client.requests_sent)
+                if not driving.done():
+                    driving.cancel()
+                    await asyncio.gather(driving, return_exceptions=True)
             await asyncio.wait([sweep], timeout=5)
             if args.finish_in_triggerer:
                 ended = await success_event(client, args.driver().kind, args.namespace, args.record_name, args.uid,
@@ -162,6 +173,34 @@ class JobReconcileTrigger(BaseTrigger):
         except Exception as exc:
             yield self._event(LoopReason.ERROR, f"{type(exc).__name__}: {exc}", stack_trace=traceback.format_exc())
 
+    def _fires_early(self) -> bool:
+        """Fire a finished job's event before the last writes (early_event.py); not when it ends the task here."""
+        if self.args.finish_in_triggerer:
+            return False
+        resumed = type(self).resumed_after_event
+        return runner_resumes_after_event() if resumed is None else resumed
+
+    async def _drive(self, client: KubeClient, measure_lag: bool,
+                     announce: Callable[[LoopOutcome], None] | None) -> LoopOutcome:
+        lag = LoopLag() if measure_lag else None
+        monitor = asyncio.get_running_loop().create_task(lag.run()) if lag else None
+        try:
+            return await drive_job(self.args, client, self.log, announce=announce)
+        finally:
+            if monitor is not None and lag is not None:
+                monitor.cancel()
+                self.log.info("event loop lag while reconciling: %s (%d API requests)", json.dumps(lag.report()),
+                              client.requests_sent)
+
+    async def _finish_writes(self, driving: asyncio.Task[LoopOutcome], sweep: asyncio.Task[None]) -> None:
+        """After an early event: the finishing pass's writes; a failure is logged (the task's resume repeats it)."""
+        try:
+            await driving
+        except Exception as exc:
+            self.log.warning("the finished job's last writes failed (%s: %s); the task's resume repeats them",
+                             type(exc).__name__, exc)
+        await asyncio.wait([sweep], timeout=5)
+
     async def on_kill(self) -> None:
         """A user marked the task failed or cleared it (Airflow 3.3+): stop the job's active pods.
 
@@ -169,7 +208,7 @@ class JobReconcileTrigger(BaseTrigger):
         one (reassignment); then the task is still deferred and nothing is deleted.
         """
         args = self.args
-        if args.on_kill_action == "keep":
+        if args.on_kill_action == "keep" or self.fired:  # fired: the job finished; the writes after it were cut
             return
         if await self._still_deferred():
             self.log.info("on_kill ignored: the task is still deferred (trigger reassigned to another triggerer)")
@@ -217,8 +256,8 @@ def check_visibility(kind: str, startup_timeout_seconds: float | None, get_logs:
                          f"{', '.join(LOG_TARGETS)} jobs")
 
 
-async def drive_job(args: JobTriggerArgs, client: KubeClient, log: TaskLog, *, single_pass: bool = False
-                    ) -> LoopOutcome:
+async def drive_job(args: JobTriggerArgs, client: KubeClient, log: TaskLog, *, single_pass: bool = False,
+                    announce: Callable[[LoopOutcome], None] | None = None) -> LoopOutcome:
     """Run the reconcile loop with what the task log shows: progress, Warnings, and (`get_logs`) the primary log.
 
     The trigger and the worker (deferrable=False, sensor pokes) both drive a job through this.
@@ -237,7 +276,7 @@ async def drive_job(args: JobTriggerArgs, client: KubeClient, log: TaskLog, *, s
             client, driver, args.namespace, args.record_name, args.uid, deadline=args.deadline,
             resync=args.resync_seconds, progress=ProgressLog(log, driver.kind).update, single_pass=single_pass,
             startup_timeout=args.startup_timeout_seconds, warnings=warnings.add,
-            thread_threshold=current_settings().thread_threshold,
+            thread_threshold=current_settings().thread_threshold, announce=announce,
         )
     finally:
         if follower is not None:

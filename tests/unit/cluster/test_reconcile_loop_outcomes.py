@@ -22,6 +22,7 @@ from airflow_broadcast.cluster.job_records import (
     record_path,
     records_path,
 )
+from airflow_broadcast.cluster.reconcile_loop import LoopOutcome
 from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
 
 BCJ = "BroadcastJob"
@@ -183,3 +184,26 @@ async def test_a_single_pass_creates_the_pods_writes_the_status_and_returns_pend
     created = [e for e in env.fake.objects(f"/api/v1/namespaces/{NAMESPACE}/events")
                if e["reason"] == "SuccessfulCreate"]
     assert len(created) == 2
+
+
+@pytest.mark.parametrize("kind", [BCJ, TF])
+async def test_the_finishing_pass_announces_its_outcome_before_writing_it_and_writes_what_it_announced(
+        env: FakeEngine, kind: str) -> None:
+    nodes(env, 2)
+    manifest = bcj() if kind == BCJ else tf_builders.manifest("hello", NAMESPACE, {"Worker": 2},
+                                                              run_policy={"cleanPodPolicy": "Running"})
+    announced: list[tuple[str, dict[str, Any] | None]] = []
+
+    def announce(outcome: LoopOutcome) -> None:
+        announced.append((outcome.reason, dict(outcome.status)))
+        announced.append(("written then", env.status(kind, "hello")))
+
+    loop = env.start(await env.submit(manifest), kind, announce=announce)
+    await env.wait_pods(2)
+    env.set_all_pods("Succeeded")
+    outcome = await asyncio.wait_for(loop, 5)
+
+    (reason, status), (_, written_then) = announced
+    assert reason == outcome.reason == "finished"
+    assert status == outcome.status == env.status(kind, "hello")
+    assert written_then != status  # announced before the finishing write
