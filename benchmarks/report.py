@@ -79,6 +79,40 @@ def _compare(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _finish(result: dict[str, Any]) -> list[str]:
+    """Engine-only runs to all Succeeded: detection and cost per size and pinning mode."""
+    lines = ["## Detection at fleet size", "",
+             "`python -m benchmarks.run finish`: the engine's jobs only, pods that succeed at once, "
+             f"{result['complete_rounds']} round(s) per size and method. Detection is the time from the last pod "
+             "Succeeded (as the benchmark's watch saw it) to the trigger's TriggerEvent, with the trigger iterated "
+             "on after its event as Airflow's triggerer does.", "",
+             "| nodes | method | detection per run (ms) | to all Succeeded (s) | CPU-s / 1,000 pod events |",
+             "| --- | --- | --- | --- | --- |"]
+    detected: list[float] = []
+    for size in sorted({r["nodes"] for r in result["runs"]}):
+        for method in sorted({r["method"] for r in result["runs"]}):
+            runs = [r for r in result["runs"] if r["nodes"] == size and r["method"] == method]
+            found = [r["last_done_to_event_seconds"] for r in runs if r.get("last_done_to_event_seconds") is not None]
+            detected += found
+            per_event = sorted(r["cpu_seconds_per_1000_pod_events"] for r in runs
+                               if r.get("cpu_seconds_per_1000_pod_events") is not None)
+            succeeded = sorted(r["to_all_succeeded_seconds"] for r in runs if r.get("to_all_succeeded_seconds"))
+            lines.append(f"| {size:,} | {method} | {', '.join(f'{x * 1000:.0f}' for x in found) or 'n/a'} "
+                         f"| {', '.join(_fmt(x) for x in succeeded) or 'n/a'} "
+                         f"| {', '.join(_fmt(x) for x in per_event) or 'n/a'} |")
+    if detected:
+        ordered = sorted(detected)
+        lines += ["", f"Detection over all {len(ordered)} jobs: p50 {_median_ms(ordered):.0f} ms, "
+                  f"max {ordered[-1] * 1000:.0f} ms."]
+    return [*lines, ""]
+
+
+def _median_ms(ordered: list[float]) -> float:
+    middle = len(ordered) // 2
+    value = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return value * 1000
+
+
 def _triggerer(result: dict[str, Any]) -> list[str]:
     lines = ["## Idle jobs in one real triggerer", "",
              "One `airflow triggerer` process runs every job's JobReconcileTrigger (each job one node, its pod "
@@ -122,7 +156,8 @@ def _simple(title: str, result: dict[str, Any], keys: list[str]) -> list[str]:
 
 
 def render() -> str:
-    results = {name: load(name) for name in ("compare", "triggerer", "tf_job", "broadcast_job", "detection")}
+    results = {name: load(name) for name in ("compare", "finish", "triggerer", "tf_job", "broadcast_job",
+                                             "detection")}
     lines = ["# Performance", "",
              "Every figure below comes from `make bench` (`python -m benchmarks.run all`) and is regenerated with "
              "it; the raw results, with the machine's description, are in `benchmarks/results/*.json`. They are "
@@ -132,6 +167,8 @@ def render() -> str:
     if compare:
         lines += _compare(compare)
         plots.running_vs_nodes(compare["table"])
+    if results["finish"]:
+        lines += _finish(results["finish"])
     if triggerer:
         lines += _triggerer(triggerer)
         plots.lag_vs_jobs(triggerer["steps"])

@@ -1,8 +1,9 @@
-"""Benchmarks: `python -m benchmarks.run all|compare|triggerer|tfjob|bcj|detection|report [options]`.
+"""Benchmarks: `python -m benchmarks.run all|compare|finish|triggerer|tfjob|bcj|detection|report [options]`.
 
 `all` (what `make bench` runs) starts a private control plane (controller-manager at its default client
 limits), runs every benchmark on it, stops it by PID, writes benchmarks/results/*.json and
-docs/performance.md with its plots, and prints the side-by-side ratio table. `--quick` runs small
+docs/performance.md with its plots, and prints the side-by-side ratio table. `finish` runs only the engine's
+jobs to all Succeeded (`--complete-rounds` each), for detection and cost at fleet sizes. `--quick` runs small
 sizes. The other commands run one piece, on the private plane or on `--kubeconfig`. Nothing asserts
 a time: the figures are measurements.
 """
@@ -35,6 +36,13 @@ def _compare(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
     return compare(kubeconfig, _ints(a.sizes), a.rounds, complete_rounds=a.complete_rounds)
 
 
+def _finish(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks.compare import compare
+
+    engines = ("engine-affinity", "engine-nodename")
+    return compare(kubeconfig, _ints(a.sizes), 0, methods=engines, complete_rounds=a.complete_rounds)
+
+
 def _triggerer(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
     from benchmarks.triggerer_load import bench_triggerer
 
@@ -60,7 +68,8 @@ def _detection(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
 
 
 PIECES: dict[str, tuple[str, Callable[[str, argparse.Namespace], dict[str, Any]]]] = {
-    "compare": ("compare", _compare), "triggerer": ("triggerer", _triggerer), "tfjob": ("tf_job", _tfjob),
+    "compare": ("compare", _compare), "finish": ("finish", _finish),
+    "triggerer": ("triggerer", _triggerer), "tfjob": ("tf_job", _tfjob),
     "bcj": ("broadcast_job", _bcj), "detection": ("detection", _detection)}
 
 
