@@ -53,7 +53,7 @@ PER_CHILD_REASONS = frozenset({
     "SuccessfulDeletePod", "SuccessfulCreateService", "FailedCreateService", "SuccessfulDeleteService",
     "ExitedWithCode",
 })
-_pending: set[asyncio.Task[None]] = set()
+_pending: dict[str, set[asyncio.Task[None]]] = {}  # record uid → its events still being posted
 
 
 class EventRecorder:
@@ -81,8 +81,9 @@ class EventRecorder:
             return
         self.recorded.extend(kept)
         task = asyncio.get_running_loop().create_task(self._post_all(kept))
-        _pending.add(task)
-        task.add_done_callback(_pending.discard)
+        uid = str(self.involved["uid"])
+        _pending.setdefault(uid, set()).add(task)
+        task.add_done_callback(lambda done: _forget(uid, done))
 
     async def _post_all(self, events: Sequence[JobEvent]) -> None:
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -104,10 +105,19 @@ class EventRecorder:
             log.debug("event %s not recorded: %s", event.reason, exc)
 
 
-async def flush_events(timeout: float = 5.0) -> None:
-    """Wait (bounded) for queued events, e.g. before a trigger returns its final event."""
-    if _pending:
-        await asyncio.wait(list(_pending), timeout=timeout)
+def _forget(uid: str, task: asyncio.Task[None]) -> None:
+    tasks = _pending.get(uid)
+    if tasks is not None:
+        tasks.discard(task)
+        if not tasks:
+            del _pending[uid]
+
+
+async def flush_events(uid: str, timeout: float = 5.0) -> None:
+    """Wait (bounded) for one record's queued events, e.g. before its trigger fires; other jobs' are not waited for."""
+    tasks = list(_pending.get(uid, ()))
+    if tasks:
+        await asyncio.wait(tasks, timeout=timeout)
 
 
 async def record_job_deleted(client: KubeClient, record: Mapping[str, Any]) -> None:
@@ -124,4 +134,4 @@ async def record_job_deleted(client: KubeClient, record: Mapping[str, Any]) -> N
     name = labels.get("airflow-broadcast.io/job-name", "")
     recorder = EventRecorder(client, record)
     await recorder.record([JobEvent("Normal", DELETED_JOB_REASON, f"Deleted job: {name}")])
-    await flush_events()
+    await flush_events(str(meta.get("uid", "")))

@@ -234,7 +234,7 @@ async def run_reconcile_loop(
             feed.cancel()
             await asyncio.gather(feed, return_exceptions=True)
         await _report_rest(trouble, warnings, single_pass)
-        await flush_events()
+        await flush_events(uid)
         for informer, key in subscriptions:
             informer.unsubscribe(key, wake)
         if job_name:

@@ -25,7 +25,7 @@ async def test_per_child_events_are_capped_per_object_but_job_events_always_pass
     recorder = EventRecorder(client, record)  # type: ignore[arg-type]
     creates = [JobEvent("Normal", "SuccessfulCreate", f"Created pod: p{i}") for i in range(100)]
     await recorder.record([*creates, JobEvent("Normal", "JobComplete", "Job ns/x is completed")])
-    await flush_events()
+    await flush_events("u1")
 
     reasons = [b["reason"] for b in client.bodies]
     assert reasons.count("SuccessfulCreate") == SPAM_BURST
@@ -41,5 +41,31 @@ async def test_another_object_has_its_own_burst(monkeypatch: Any) -> None:
     for uid in ("a", "b"):
         recorder = EventRecorder(client, {"metadata": {"name": uid, "namespace": "ns", "uid": uid}})  # type: ignore[arg-type]
         await recorder.record([JobEvent("Normal", "SuccessfulCreate", "x")] * 30)
-    await flush_events()
+    await flush_events("a")
+    await flush_events("b")
     assert len(client.bodies) == 2 * SPAM_BURST
+
+
+async def test_a_flush_waits_for_its_own_records_events_only() -> None:
+    import asyncio
+
+    class _Slow(_Recorder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.gate = asyncio.Event()
+
+        async def request(self, method: str, path: str, *, body: dict[str, Any], retry: bool) -> dict[str, Any]:
+            if body["involvedObject"]["uid"] == "other":
+                await self.gate.wait()
+            return await super().request(method, path, body=body, retry=retry)
+
+    client = _Slow()
+    for uid in ("mine", "other"):
+        recorder = EventRecorder(client, {"metadata": {"name": uid, "namespace": "ns", "uid": uid}})  # type: ignore[arg-type]
+        await recorder.record([JobEvent("Normal", "JobComplete", uid)])
+    await asyncio.wait_for(flush_events("mine"), 1.0)  # not held by the other job's slow post
+    assert [b["message"] for b in client.bodies] == ["mine"]
+    client.gate.set()
+    await flush_events("other")
+    assert [b["message"] for b in client.bodies] == ["mine", "other"]
+    assert not job_events._pending
