@@ -81,7 +81,7 @@ async def apply(api: FakeApi, plan: Plan, *, style: ChildEventStyle | None = Non
     try:
         executor = PlanExecutor(api, "ns", record["metadata"]["uid"], style=style or ChildEventStyle())  # type: ignore[arg-type]
         result = await executor.apply(plan, record, EventRecorder(api, record))  # type: ignore[arg-type]
-        await flush_events()
+        await flush_events(str(record["metadata"]["uid"]))
         return result
     finally:
         asyncio.gather = original_gather
