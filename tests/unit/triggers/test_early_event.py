@@ -7,10 +7,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from support.trigger_stubs import stub_trigger_cluster
 
 from airflow_broadcast.cluster.reconcile_loop import LoopOutcome, LoopReason
 from airflow_broadcast.reconcilers.observed import JobRecord
-from airflow_broadcast.triggers import early_event, job_reconcile
+from airflow_broadcast.triggers import early_event
 from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger
 
 KWARGS: dict[str, Any] = {"kind": "BroadcastJob", "namespace": "ops", "record_name": "bcj-prune", "uid": "u-1"}
@@ -41,17 +42,7 @@ class FakeLoop:
 @pytest.fixture
 def fake_loop(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLoop]:
     loop = FakeLoop()
-
-    async def no_sweep(client: Any, namespace: str, **settings: Any) -> None:
-        return None
-
-    class _Hook:
-        async def kube_client(self) -> object:
-            return object()
-
-    monkeypatch.setattr(job_reconcile, "run_reconcile_loop", loop)
-    monkeypatch.setattr(job_reconcile, "sweep_in_background", no_sweep)
-    monkeypatch.setattr(JobReconcileTrigger, "_hook", lambda self: _Hook())
+    stub_trigger_cluster(monkeypatch, loop)
     yield loop
 
 

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from support.trigger_stubs import stub_trigger_cluster
 
-from airflow_broadcast.triggers import job_reconcile
 from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger
 
 KWARGS: dict[str, Any] = {
@@ -120,16 +120,7 @@ async def test_the_loop_gets_the_kinds_options_and_the_event_names_outcome_and_p
         seen.update(driver=driver, target=(namespace, record_name, uid), **kw)
         return LoopOutcome(LoopReason.FINISHED, record)
 
-    async def no_sweep(client: Any, namespace: str, **settings: Any) -> None:
-        return None
-
-    class _Hook:
-        async def kube_client(self) -> object:
-            return object()
-
-    monkeypatch.setattr(job_reconcile, "run_reconcile_loop", loop)
-    monkeypatch.setattr(job_reconcile, "sweep_in_background", no_sweep)
-    monkeypatch.setattr(JobReconcileTrigger, "_hook", lambda self: _Hook())
+    stub_trigger_cluster(monkeypatch, loop)
     event = await JobReconcileTrigger(**KWARGS).run().__anext__()
 
     assert event.payload == {"status": "finished", "message": "", "kind": "BroadcastJob", "namespace": "ops",
