@@ -71,6 +71,7 @@ def wait_upstream(api: client.ApiClient, kind: str, namespace: str, name: str, t
         status = _read_status(custom, kind, namespace, name)
         now = time.monotonic()
         if status is None:
+            wait_dependents_gone(core, namespace)
             settle_pods(core, namespace, quiet=quiet)
             return {"_deleted": True}
         if not finished(kind, status) or gone:
@@ -107,6 +108,7 @@ def run_ours(engine: Any, kind: str, manifest: Mapping[str, Any], timeout: float
     name = manifest["metadata"]["name"]
     if gone:
         expire_ours(engine, kind, name)
+        wait_dependents_gone(engine.core, engine.namespace)
     settle_pods(engine.core, engine.namespace)
     return {"_deleted": True} if gone else dict(engine.status(kind, name))
 
@@ -120,6 +122,18 @@ def expire_ours(engine: Any, kind: str, name: str) -> None:
     time.sleep(max(0.0, expires - time.time()))
     deleted = engine.run_async(lambda kube: sweep_expired_records(kube, engine.namespace, unread_grace=0.0))
     assert deleted, f"the expired record {name} was not deleted"
+
+
+def wait_dependents_gone(core: client.CoreV1Api, namespace: str, timeout: float = 90.0) -> None:
+    """Wait until the garbage collector has removed the deleted job's pods (every pod in a TTL case's namespace
+    is the job's). Upstream's pods go only once the collector's graph sees its owner's deletion, which can lag
+    the deletion by its monitor resync; a pod still there after `timeout` is left for the comparison to report."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pods = core.list_namespaced_pod(namespace).items
+        if not [p for p in pods if p.metadata.owner_references]:
+            return
+        time.sleep(0.5)
 
 
 def settle_pods(core: client.CoreV1Api, namespace: str, quiet: float = 2.0, timeout: float = 20.0) -> None:
