@@ -49,7 +49,8 @@ class Informer(Generic[T]):
     error: ClusterApiError | None = field(default=None, init=False)
     events_seen: int = field(default=0, init=False)
     _versions: dict[str, int] = field(default_factory=dict, init=False)
-    _index: dict[str, set[str]] = field(default_factory=dict, init=False)
+    _index: dict[str, dict[str, T]] = field(default_factory=dict, init=False)
+    _views: dict[str | None, tuple[T, ...]] = field(default_factory=dict, init=False)
     _keys_index: dict[str, str] = field(default_factory=dict, init=False)
     _subscribers: dict[str, set[asyncio.Event]] = field(default_factory=dict, init=False)
     listed: bool = field(default=False, init=False)
@@ -60,11 +61,16 @@ class Informer(Generic[T]):
         self._all_namespaces = "/namespaces/" not in self.path
 
     # ---- reading -------------------------------------------------------------------------
-    def items(self, index_value: str | None = None) -> list[T]:
-        if index_value is None:
-            return list(self.values.values())
-        values = self.values
-        return [v for v in map(values.get, self._index.get(index_value, ())) if v is not None]
+    def items(self, index_value: str | None = None) -> tuple[T, ...]:
+        """The objects (of one index value), as the same tuple until one of them changes: a pass that finds
+        the very tuple of its last pass knows, at no cost, that nothing in it changed."""
+        view = self._views.get(index_value)
+        if view is None:
+            bucket = self.values if index_value is None else self._index.get(index_value)
+            view = tuple(bucket.values()) if bucket else ()
+            if bucket:
+                self._views[index_value] = view
+        return view
 
     def count(self, index_value: str) -> int:
         """How many cached objects an index value has, without listing them."""
@@ -96,7 +102,7 @@ class Informer(Generic[T]):
         self.values[key] = value
         self._versions[key] = version
         index = self._index_value(obj)
-        self._move_index(key, index)
+        self._move_index(key, index, value)
         if notify and (old is None or self.significant is None or self.significant(old) != self.significant(value)):
             self._notify(index)
 
@@ -117,17 +123,32 @@ class Informer(Generic[T]):
             return
         self._versions.pop(name, None)
         index = self._keys_index.pop(name, "")
-        self._index.get(index, set()).discard(name)
+        bucket = self._index.get(index)
+        if bucket is not None:
+            bucket.pop(name, None)
+            if not bucket:
+                del self._index[index]
+        self._stale(index)
         self._notify(index)
 
-    def _move_index(self, key: str, index: str) -> None:
+    def _move_index(self, key: str, index: str, value: T) -> None:
+        """Each index value holds its objects themselves, so a pass lists its job's objects in C; a changed
+        object keeps its old one's place, which lets the ledger find the changed places by position."""
         previous = self._keys_index.get(key)
-        if previous == index:
-            return
-        if previous is not None:
-            self._index.get(previous, set()).discard(key)
+        self._stale(index)
+        if previous is not None and previous != index:
+            self._stale(previous)
+            bucket = self._index.get(previous)
+            if bucket is not None:
+                bucket.pop(key, None)
+                if not bucket:
+                    del self._index[previous]
         self._keys_index[key] = index
-        self._index.setdefault(index, set()).add(key)
+        self._index.setdefault(index, {})[key] = value
+
+    def _stale(self, index: str) -> None:
+        self._views.pop(index, None)
+        self._views.pop(None, None)
 
     def _notify(self, index: str) -> None:
         for value in (index, ANY_KEY):

@@ -101,26 +101,43 @@ class JobWarnings:
         self.job = job
         self._counts: dict[str, int] = {}
         self._statuses: set[tuple[str, str, int]] = set()
+        self._events_seen: dict[str, tuple[WarningEvent, ...]] = {}
+        self._status_seen: dict[str, PodInfo] = {}
+        self._pods_seen: tuple[PodInfo, ...] = ()
         self._blind = False
 
     def collect(self) -> list[JobWarning]:
+        """The warnings not yet reported. Only what changed since the last look is read again: the caches hand
+        out the same objects (and the same tuple of a pod's events) until they change."""
         found: list[JobWarning] = []
+        self._new_events(self.uid, self.job, "", found)
         pods = self.pods.items(self.uid)
-        subjects: list[tuple[str, str, str]] = [(self.uid, self.job, "")]
-        subjects += [(p.uid, f"pod {p.name}", p.node) for p in pods]
-        for uid, subject, node in subjects:
-            for event in sorted(self.events.items(uid), key=lambda e: (e.last_seen, e.name)):
-                if self._counts.get(event.name, 0) >= event.count:
-                    continue
-                self._counts[event.name] = event.count
-                found.append(JobWarning(event.reason, subject, event.message, node))
-        for pod in (p for p in pods if not p.deleting):
+        for pod in pods:
+            self._new_events(pod.uid, f"pod {pod.name}", pod.node, found)
+        if pods is self._pods_seen:
+            return found
+        self._pods_seen = pods
+        for pod in pods:
+            if pod.deleting or self._status_seen.get(pod.uid) is pod:
+                continue
+            self._status_seen[pod.uid] = pod
             for reason, message in status_warnings(pod):
                 key = (pod.uid, reason, pod.restarts)
                 if key not in self._statuses:
                     self._statuses.add(key)
                     found.append(JobWarning(reason, f"pod {pod.name}", message, pod.node))
         return found
+
+    def _new_events(self, uid: str, subject: str, node: str, found: list[JobWarning]) -> None:
+        events = self.events.items(uid)
+        if not events or self._events_seen.get(uid) is events:
+            return
+        self._events_seen[uid] = events
+        for event in sorted(events, key=lambda e: (e.last_seen, e.name)):
+            if self._counts.get(event.name, 0) >= event.count:
+                continue
+            self._counts[event.name] = event.count
+            found.append(JobWarning(event.reason, subject, event.message, node))
 
     def latest_event(self, pod: str) -> WarningEvent | None:
         """The most recent Warning event about the pod named `pod`."""

@@ -29,13 +29,16 @@ T = TypeVar("T")
 INLINE_SOURCE = -1  # the record's own `status.nodes`, the stored table while it is small
 
 
-def changed_objects(old: list[T], new: Sequence[T]) -> tuple[list[T], list[T]]:
+def changed_objects(old: Sequence[T], new: Sequence[T]) -> tuple[list[T], list[T]]:
     """(gone, added) objects between two passes' inputs, by identity.
 
+    The very same tuple again means nothing changed (the caches hand out one tuple until a change).
     The caches list their objects in a stable order, and a changed object takes its old one's place:
     then a positional comparison in C finds the few changed places. Otherwise (objects came or went)
     the two sets of ids are compared.
     """
+    if old is new:
+        return [], []
     if len(old) == len(new):
         at = list(compress(range(len(new)), map(is_not, old, new)))
         return [old[i] for i in at], [new[i] for i in at]
@@ -49,9 +52,9 @@ class NodeLedger:
     def __init__(self, key: tuple[Any, ...], template: Mapping[str, Any], rules: RowRules,
                  owner: tuple[str, str, str | None], restart_limit: int) -> None:
         self.key, self.template, self.rules, self.owner, self.restart_limit = key, template, rules, owner, restart_limit
-        self._nodes: list[NodeInfo] = []
+        self._nodes: Sequence[NodeInfo] = ()
         self._named: dict[str, NodeInfo] = {}
-        self._pods: list[PodInfo] = []
+        self._pods: Sequence[PodInfo] = ()
         self._bucket: dict[int, str] = {}  # owned pods only
         self.counts = {"active": 0, "failed": 0, "succeeded": 0}
         self._on_node: dict[str, dict[int, PodInfo]] = {}
@@ -71,6 +74,7 @@ class NodeLedger:
         self.book: PartBook | None = None
         self._ineligible_view: dict[str, Any] | None = None
         self._failed_sorted: list[str] | None = None
+        self._view: dict[str, Any] | None = None  # the record's capped `nodes`, kept until a row in it changes
 
     # ---- one pass --------------------------------------------------------------------
     def advance(self, nodes: Sequence[NodeInfo], pods: Sequence[PodInfo],
@@ -92,7 +96,7 @@ class NodeLedger:
 
     def _take_nodes(self, nodes: Sequence[NodeInfo]) -> set[str]:
         gone, new = changed_objects(self._nodes, nodes)
-        self._nodes = list(nodes)
+        self._nodes = _frozen(nodes)
         for node in gone:
             if self._named.get(node.name) is node:
                 del self._named[node.name]
@@ -102,7 +106,7 @@ class NodeLedger:
 
     def _take_pods(self, pods: Sequence[PodInfo]) -> set[str]:
         gone, new = changed_objects(self._pods, pods)
-        self._pods = list(pods)
+        self._pods = _frozen(pods)
         dirty: set[str] = set()
         for pod in gone:
             key = id(pod)
@@ -181,6 +185,9 @@ class NodeLedger:
             self.rows[name] = row
         if self.book is not None:
             self.book.update(name, old, row, self.stored_part(name))
+        if self._view is not None and (name in self._view or (old.entry is None) != (row.entry is None)
+                                       or (old.phase == "Failed") != (row.phase == "Failed")):
+            self._view = None
 
     def _count(self, name: str, row: Row, sign: int) -> None:
         if row.desired:
@@ -228,13 +235,15 @@ class NodeLedger:
     def sharded_fields(self, parts: int) -> dict[str, Any]:
         """The record's fields for a table kept in parts (node_table.sharded_status, from the totals)."""
         failed = self.failed_names()
-        shown = failed[:nt.VIEW_NODES]
-        for name in self.entries:
-            if len(shown) >= nt.VIEW_NODES:
-                break
-            if name not in self.failed:
-                shown.append(name)
-        return {"nodes": {n: self.rows[n].entry for n in sorted(shown)}, "nodeParts": parts,
+        if self._view is None:
+            shown = failed[:nt.VIEW_NODES]
+            for name in self.entries:
+                if len(shown) >= nt.VIEW_NODES:
+                    break
+                if name not in self.failed:
+                    shown.append(name)
+            self._view = {n: self.rows[n].entry for n in sorted(shown)}
+        return {"nodes": dict(self._view), "nodeParts": parts,
                 "nodesTotal": len(self.entries), "nodesDone": self.terminal,
                 "failedNodes": failed[:nt.FAILED_NAMES], "failedNodesTotal": len(failed)}
 
@@ -246,6 +255,11 @@ class NodeLedger:
         if self.book is None or self.book.parts != parts:
             self.book = PartBook.build(parts, self.rows, self.entries, self._sources)
         return self.book
+
+
+def _frozen(items: Sequence[T]) -> Sequence[T]:
+    """The input itself when it cannot change (a tuple), else a copy: the next pass compares against it."""
+    return items if isinstance(items, tuple) else list(items)
 
 
 def _keyed(target: dict[str, Any], name: str, value: Any, sign: int) -> None:

@@ -104,5 +104,30 @@ def test_an_index_lists_and_counts_its_objects_as_they_come_move_and_go() -> Non
     assert sorted(pods.items("x")) == ["p1", "p2"] and pods.count("x") == 2 and pods.count("y") == 1
     pods.upsert(pod("p2", "y", 4))  # relabelled: it moves to the other index value
     pods.remove("p1")
-    assert pods.items("x") == [] and pods.count("x") == 0
+    assert pods.items("x") == () and pods.count("x") == 0
     assert sorted(pods.items("y")) == ["p2", "p3"] and pods.count("y") == 2 and pods.count("z") == 0
+
+
+def test_a_view_is_the_same_tuple_until_one_of_its_objects_changes_in_place() -> None:
+    """A pass compares its job's objects with the last pass's by identity; an unchanged view is one object."""
+    def pod(name: str, job: str, version: int, phase: str = "Pending") -> dict[str, Any]:
+        return {"metadata": {"name": name, "resourceVersion": str(version), "labels": {"job": job}},
+                "status": {"phase": phase}}
+
+    pods: Informer[Any] = Informer(client=None, path="/api/v1/namespaces/a/pods",  # type: ignore[arg-type]
+                                   transform=lambda obj: (obj["metadata"]["name"], obj["status"]["phase"]),
+                                   index_label="job")
+    for version, (name, job) in enumerate([("p1", "x"), ("p2", "x"), ("p3", "y")], start=1):
+        pods.upsert(pod(name, job, version))
+    x, y, every = pods.items("x"), pods.items("y"), pods.items()
+    assert pods.items("x") is x and pods.items() is every
+    pods.upsert(pod("p1", "x", 4, "Running"))
+    assert pods.items("y") is y, "a change elsewhere leaves the view alone"
+    assert pods.items("x") == (("p1", "Running"), ("p2", "Pending")), "a changed object keeps its place"
+    assert pods.items() is not every and len(pods.items()) == 3
+    pods.upsert(pod("p1", "x", 4, "Failed"))  # a replayed version changes nothing
+    assert pods.items("x")[0] == ("p1", "Running")
+    pods.upsert(pod("p3", "x", 5))  # moved to x: both views change
+    assert [n for n, _ in pods.items("x")] == ["p1", "p2", "p3"] and pods.items("y") == ()
+    pods.remove("p2")
+    assert [n for n, _ in pods.items("x")] == ["p1", "p3"] and len(pods.items()) == 2

@@ -181,6 +181,10 @@ def test_changed_objects_compares_places_while_the_order_holds_else_identities()
     assert (gone, added) == ([b], [])
     gone, added = changed_objects([a, b], [b, a])  # same objects in another order: removed and added back
     assert sorted(n.name for n in gone) == sorted(n.name for n in added) == ["a", "b"]
+    same = (a, b, c)
+    assert changed_objects(same, same) == ([], []), "the very same tuple: nothing changed, nothing compared"
+    kept = [a, b, c]
+    assert changed_objects(kept, kept) == ([], [])
 
 
 def test_only_large_ledgers_are_kept_and_only_a_few() -> None:
