@@ -14,11 +14,28 @@ pytestmark = pytest.mark.cluster
 
 
 def quota(core_api: client.CoreV1Api, namespace: str, pods: int) -> None:
-    """Limit the namespace to `pods` non-terminal pods; wait until the quota is enforced."""
+    """Limit the namespace to `pods` non-terminal pods, and wait until the API server itself enforces it.
+
+    The API server admits against its own cached copy of the quota, which can lag the status the
+    controller wrote: the quota starts at 0 pods until a dry-run pod is refused (the API server sees the
+    quota), then is raised to `pods` until a dry-run pod is admitted (it sees the new limit)."""
     core_api.create_namespaced_resource_quota(namespace, {"metadata": {"name": "pods"},
-                                                          "spec": {"hard": {"pods": str(pods)}}})
-    wait_until(lambda: core_api.read_namespaced_resource_quota("pods", namespace).status.hard,
-               timeout=30, what="resource quota status")
+                                                          "spec": {"hard": {"pods": "0"}}})
+    wait_until(lambda: not _admitted(core_api, namespace), timeout=30, what="the quota of 0 pods enforced")
+    core_api.patch_namespaced_resource_quota("pods", namespace, {"spec": {"hard": {"pods": str(pods)}}})
+    wait_until(lambda: _admitted(core_api, namespace), timeout=30, what=f"the quota of {pods} pods enforced")
+
+
+def _admitted(core_api: client.CoreV1Api, namespace: str) -> bool:
+    """Whether the API server would admit one more pod now (a dry run: nothing is created)."""
+    probe = {"metadata": {"name": "quota-probe"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    try:
+        core_api.create_namespaced_pod(namespace, probe, dry_run="All")
+    except client.ApiException as exc:
+        if exc.status == 403 and "exceeded quota" in str(exc.body):
+            return False
+        raise
+    return True
 
 
 @pytest.fixture
