@@ -123,12 +123,7 @@ class Informer(Generic[T]):
             return
         self._versions.pop(name, None)
         index = self._keys_index.pop(name, "")
-        bucket = self._index.get(index)
-        if bucket is not None:
-            bucket.pop(name, None)
-            if not bucket:
-                del self._index[index]
-        self._stale(index)
+        self._unindex(name, index)
         self._notify(index)
 
     def _move_index(self, key: str, index: str, value: T) -> None:
@@ -137,14 +132,18 @@ class Informer(Generic[T]):
         previous = self._keys_index.get(key)
         self._stale(index)
         if previous is not None and previous != index:
-            self._stale(previous)
-            bucket = self._index.get(previous)
-            if bucket is not None:
-                bucket.pop(key, None)
-                if not bucket:
-                    del self._index[previous]
+            self._unindex(key, previous)
         self._keys_index[key] = index
         self._index.setdefault(index, {})[key] = value
+
+    def _unindex(self, key: str, index: str) -> None:
+        """Take `key` out of an index value's objects (dropping the value once empty) and out of its views."""
+        bucket = self._index.get(index)
+        if bucket is not None:
+            bucket.pop(key, None)
+            if not bucket:
+                del self._index[index]
+        self._stale(index)
 
     def _stale(self, index: str) -> None:
         self._views.pop(index, None)

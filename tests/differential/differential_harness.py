@@ -130,8 +130,7 @@ def wait_dependents_gone(core: client.CoreV1Api, namespace: str, timeout: float 
     the deletion by its monitor resync; a pod still there after `timeout` is left for the comparison to report."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        pods = core.list_namespaced_pod(namespace).items
-        if not [p for p in pods if p.metadata.owner_references]:
+        if not any(p.metadata.owner_references for p in core.list_namespaced_pod(namespace).items):
             return
         time.sleep(0.5)
 
