@@ -8,6 +8,7 @@ carry the resourceVersion (optimistic concurrency).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Mapping
@@ -143,6 +144,25 @@ async def delete_record(client: KubeClient, namespace: str, name: str, uid: str 
         await client.delete(record_path(namespace, name), propagation="Background", preconditions_uid=uid or None)
     except NotFound:
         return False
+    return True
+
+
+async def record_in_cluster(client: KubeClient, records: Informer[JsonDict], namespace: str, record_name: str,
+                            uid: str) -> bool:
+    """The cache lacks the job's record: whether the cluster has it (then it is cached now) or it is gone.
+
+    A trigger may start before the shared watch has delivered a record created a moment ago; a GET
+    tells that apart from a deleted one. A failed GET counts as present: the caller looks again.
+    """
+    try:
+        fresh = await get_record(client, namespace, record_name)
+    except ClusterApiError as exc:
+        log.warning("could not read job record %s/%s: %s", namespace, record_name, exc.describe())
+        await asyncio.sleep(1.0)
+        return True
+    if fresh is None or (fresh.get("metadata") or {}).get("uid") != uid:
+        return False
+    records.upsert(cached_record(fresh), notify=False)
     return True
 
 

@@ -16,17 +16,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
+from airflow_broadcast.cluster import job_records
 from airflow_broadcast.cluster.api_errors import ClusterApiError, Forbidden, NotFound, Unauthorized
 from airflow_broadcast.cluster.informers import Informer, shared_informer
 from airflow_broadcast.cluster.job_events import EventRecorder, flush_events
-from airflow_broadcast.cluster.job_records import (
-    MANAGED_BY,
-    MANAGED_BY_LABEL,
-    cached_record,
-    record_view,
-    records_path,
-    refresh_record,
-)
+from airflow_broadcast.cluster.job_records import MANAGED_BY, MANAGED_BY_LABEL, cached_record, record_view, records_path
 from airflow_broadcast.cluster.job_warnings import JobWarning, JobWarnings, events_informer
 from airflow_broadcast.cluster.kube_client import Backoff, JsonDict, KubeClient
 from airflow_broadcast.cluster.pass_pacing import ProgressWrites, coalesce_gap, pass_turn, wait_event, wait_for_work
@@ -151,8 +145,9 @@ async def run_reconcile_loop(
         while True:
             raw = records.values.get(record_name)
             if raw is None or (raw.get("metadata") or {}).get("uid") != uid:
-                message = f"job record {namespace}/{record_name} (uid {uid}) is gone"
-                return LoopOutcome(LoopReason.GONE, None, message)
+                if await job_records.record_in_cluster(client, records, namespace, record_name, uid):
+                    continue  # created a moment ago, and the watch had not brought it yet
+                return LoopOutcome(LoopReason.GONE, None, f"job record {namespace}/{record_name} (uid {uid}) is gone")
             if viewed is None or raw is not viewed[0]:  # the cache holds the same object until the record changes
                 try:
                     check_stored_manifest(str((raw.get("data") or {}).get("manifest") or ""))
@@ -200,7 +195,7 @@ async def run_reconcile_loop(
             if held is None:
                 progress_writes.applied(plan, time.monotonic())
             if applied.conflict:
-                if not await refresh_record(client, records, namespace, record_name):
+                if not await job_records.refresh_record(client, records, namespace, record_name):
                     await wait_event(wake, 1.0)
                 continue
             if applied.record is not None:

@@ -22,7 +22,7 @@ from airflow_broadcast.cluster.job_records import (
     record_path,
     records_path,
 )
-from airflow_broadcast.cluster.reconcile_loop import LoopOutcome
+from airflow_broadcast.cluster.reconcile_loop import LoopOutcome, record_informer
 from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
 
 BCJ = "BroadcastJob"
@@ -140,6 +140,25 @@ async def test_deleting_the_record_ends_the_loop_and_collects_its_pods(env: Fake
     assert outcome.reason == "gone"
     assert submission.uid in outcome.message
     assert env.pods() == [], "the record's ownerReferences took its pods with it"
+
+
+async def test_a_record_the_watch_has_not_brought_yet_is_read_from_the_cluster_not_taken_as_gone(
+        env: FakeEngine) -> None:
+    """A trigger can start before the shared watch delivers a record created a moment ago."""
+    await env.running_broadcast_job(1)  # the namespace's record cache is synced and running
+    records, added = record_informer(env.client, NAMESPACE), asyncio.Event()
+    records.subscribe("late", added)
+    late = await env.submit(bcj("late"))
+    await asyncio.wait_for(added.wait(), 5)
+    assert late.name in records.values
+    records.remove(late.name)  # no event brings it back: as if its ADDED event were still on the way
+
+    loop = env.start(late, BCJ)
+    pods = await env.wait_pods(2)
+
+    assert not loop.done(), loop.result() if loop.done() else None
+    assert sum(1 for p in pods if p["metadata"]["labels"]["airflow-broadcast.io/job-uid"] == late.uid) == 1
+    assert records.values[late.name]["metadata"]["uid"] == late.uid
 
 
 async def test_a_record_replaced_by_another_uid_ends_the_loop_of_the_old_one(env: FakeEngine) -> None:
