@@ -4,6 +4,10 @@ It runs next to the provider's triggers in the same `airflow triggerer` loop, sa
 delay with the provider's own LoopLag, and every `flush_seconds` appends one JSON line to `path`:
 the time, the new lag samples, and the API requests the provider's shared clients on this loop have
 sent so far. It ends (one event) when `stop_path` exists.
+
+With BENCH_TRACEMALLOC_DIR set, it traces allocations from its start and, when the benchmark leaves
+`<dir>/<step>.request`, dumps a snapshot to `<dir>/<step>.dump`: the difference of two steps says
+where the memory of the jobs added between them went (`python -m benchmarks.memory_diff`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import asyncio
 import json
 import os
 import time
+import tracemalloc
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -53,7 +58,16 @@ class LagProbeTrigger(BaseTrigger):
         with open(self.path, "a") as out:
             out.write(text)
 
+    @staticmethod
+    def _snapshots(folder: str) -> None:
+        for request in Path(folder).glob("*.request"):
+            tracemalloc.take_snapshot().dump(str(request.with_suffix(".dump")))
+            request.unlink()
+
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        traced = os.environ.get("BENCH_TRACEMALLOC_DIR")
+        if traced:
+            tracemalloc.start(12)
         lag = LoopLag()
         sampler = asyncio.get_running_loop().create_task(lag.run())
         written = 0
@@ -64,6 +78,8 @@ class LagProbeTrigger(BaseTrigger):
                         "runner_rss_kib": rss_kib(), "pid": os.getpid()}
                 written = len(lag.samples)
                 await asyncio.to_thread(self._append, json.dumps(line) + "\n")
+                if traced:
+                    self._snapshots(traced)
         finally:
             sampler.cancel()
         yield TriggerEvent({"samples": written})

@@ -124,6 +124,8 @@ class Load:
         rss0, t0 = group_rss_kib(triggerer.pid), time.time()
         time.sleep(window)
         rss1, t1 = group_rss_kib(triggerer.pid), time.time()
+        if os.environ.get("BENCH_TRACEMALLOC_DIR"):
+            _request_snapshot(Path(os.environ["BENCH_TRACEMALLOC_DIR"]), f"jobs-{self.jobs:05d}")
         lines = [json.loads(x) for x in self.probe.read_text().splitlines()] if self.probe.exists() else []
         inside = [x for x in lines if t0 <= x["t"] <= t1]
         lag = [s for x in inside for s in x["lag"]]
@@ -138,6 +140,15 @@ class Load:
             "runner_rss_mib": round(inside[-1]["runner_rss_kib"] / 1024, 1) if inside else None,
             "provider_requests_per_second": round(requests / span, 3) if requests is not None and span else None,
         }
+
+
+def _request_snapshot(folder: Path, step: str) -> None:
+    """Ask the probe for an allocation snapshot and wait (bounded) until it is written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{step}.request").touch()
+    deadline = time.monotonic() + 300
+    while (folder / f"{step}.request").exists() and time.monotonic() < deadline:
+        time.sleep(1)
 
 
 def _ms(value: float | None) -> float | None:
