@@ -46,11 +46,17 @@ async def wait_for_work(wake: asyncio.Event, timer_at: float | None, resync: flo
 
 
 async def wait_event(event: asyncio.Event, timeout: float | None) -> bool:
-    """True when `event` was set, False when `timeout` passed first."""
+    """True when `event` was set, False when `timeout` passed first.
+
+    `asyncio.timeout`, not `wait_for`: an idle job waits here, and `wait_for` would hold a Task
+    (and its coroutine and context) per waiting job.
+    """
     try:
-        await asyncio.wait_for(event.wait(), timeout)
+        async with asyncio.timeout(timeout):
+            await event.wait()
     except TimeoutError:
         return False
+    await asyncio.sleep(0)  # one more loop step, as wait_for took: events of the same burst on other watches land
     return True
 
 

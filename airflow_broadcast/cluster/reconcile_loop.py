@@ -122,8 +122,7 @@ async def run_reconcile_loop(
     missing = await _sync_optional(watched)
     if missing is not None:
         return LoopOutcome(LoopReason.ERROR, None, missing)
-    wake = asyncio.Event()
-    job_name = ""
+    wake, job_name, gone = asyncio.Event(), "", f"job record {namespace}/{record_name} (uid {uid}) is gone"
     subscriptions: list[tuple[Informer[Any], str]] = [(watched.children, uid)]
     if watched.services is not None:
         subscriptions.append((watched.services, uid))
@@ -147,7 +146,7 @@ async def run_reconcile_loop(
             if raw is None or (raw.get("metadata") or {}).get("uid") != uid:
                 if await job_records.record_in_cluster(client, records, namespace, record_name, uid):
                     continue  # created a moment ago, and the watch had not brought it yet
-                return LoopOutcome(LoopReason.GONE, None, f"job record {namespace}/{record_name} (uid {uid}) is gone")
+                return LoopOutcome(LoopReason.GONE, None, gone)
             if viewed is None or raw is not viewed[0]:  # the cache holds the same object until the record changes
                 try:
                     check_stored_manifest(str((raw.get("data") or {}).get("manifest") or ""))
@@ -183,6 +182,9 @@ async def run_reconcile_loop(
                 applied = ApplyResult() if held is not None else await executor.apply(
                     plan, raw, EventRecorder(client, raw))
             except ClusterApiError as exc:
+                if isinstance(exc, NotFound) and not await job_records.record_in_cluster(
+                        client, records, namespace, record_name, uid):  # deleted while the pass ran
+                    return LoopOutcome(LoopReason.GONE, record, gone)
                 if not exc.retryable:
                     raise
                 if deadline is not None and time.time() >= deadline:
@@ -221,6 +223,7 @@ async def run_reconcile_loop(
                 requeue = max(requeue or 0.0, CREATE_RETRY_SECONDS)
             timer = earliest(requeue, None if deadline is None else deadline - now,
                              None if startup.next_check is None else startup.next_check - now)
+            del plan, applied, startup  # an idle job keeps its record, not its last pass
             await wait_for_work(wake, None if timer is None else time.monotonic() + timer, resync,
                                 lambda: _permanent_watch_error(records, watched) is not None)
             await asyncio.sleep(coalesce_gap(time.monotonic() - started, took))

@@ -29,15 +29,30 @@ class EarlyOutcome:
     """Holds the outcome a finishing pass announces (the first one only)."""
 
     def __init__(self) -> None:
-        self.future: asyncio.Future[LoopOutcome] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        self.future: asyncio.Future[LoopOutcome] = loop.create_future()
+        self._either: asyncio.Future[None] = loop.create_future()  # an announcement, or the loop's end
 
     def announce(self, outcome: LoopOutcome) -> None:
         if not self.future.done():
             self.future.set_result(outcome)
+        self._settle()
+
+    def _settle(self, _: object = None) -> None:
+        if not self._either.done():
+            self._either.set_result(None)
 
     async def first(self, driving: asyncio.Task[LoopOutcome]) -> tuple[LoopOutcome, bool]:
-        """The announced outcome as soon as there is one (True), else the loop's own when it ends (False)."""
-        await asyncio.wait([driving, self.future], return_when=asyncio.FIRST_COMPLETED)
+        """The announced outcome as soon as there is one (True), else the loop's own when it ends (False).
+
+        One future and a done-callback rather than `asyncio.wait`: every idle job waits here, and
+        the shallower wait keeps less of each trigger's suspended stack.
+        """
+        driving.add_done_callback(self._settle)
+        try:
+            await self._either
+        finally:
+            driving.remove_done_callback(self._settle)
         if self.future.done():
             return self.future.result(), True
         return driving.result(), False
