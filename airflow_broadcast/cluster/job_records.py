@@ -19,6 +19,7 @@ from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.informers import Informer
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.reconcilers import expiry
+from airflow_broadcast.reconcilers.json_keys import SHARE_BELOW_CHARS, shared_keys
 from airflow_broadcast.reconcilers.json_text import JsonText
 from airflow_broadcast.reconcilers.observed import JobRecord
 
@@ -77,8 +78,9 @@ def read_manifest(raw: Mapping[str, Any]) -> JsonDict:
 
 
 def read_status(raw: Mapping[str, Any]) -> JsonDict:
-    data: JsonDict = json.loads((raw.get("data") or {}).get("status") or "{}")
-    return data
+    text = (raw.get("data") or {}).get("status") or "{}"
+    data: JsonDict = json.loads(text)
+    return shared_keys(data) if len(text) < SHARE_BELOW_CHARS else data
 
 
 def record_view(raw: Mapping[str, Any]) -> JobRecord:
@@ -108,7 +110,10 @@ async def create_record(client: KubeClient, record: Mapping[str, Any]) -> JsonDi
 def cached_record(obj: JsonDict) -> JsonDict:
     """A record as the watch cache keeps it: without field-ownership bookkeeping, which an update that
     omits it leaves as the server has it."""
-    (obj.get("metadata") or {}).pop("managedFields", None)
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+        obj["metadata"] = shared_keys(meta)
     return obj
 
 

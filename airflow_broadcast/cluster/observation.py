@@ -6,6 +6,7 @@ from collections.abc import Hashable, Mapping
 from typing import Any
 
 from airflow_broadcast.cluster.api_paths import api_path
+from airflow_broadcast.reconcilers.json_keys import shared_key_dict
 from airflow_broadcast.reconcilers.observed import (
     ContainerExit,
     ContainerWaiting,
@@ -56,8 +57,8 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
     return PodInfo(
         name=str(meta.get("name", "")),
         uid=str(meta.get("uid", "")),
-        labels=dict(meta.get("labels") or {}),
-        annotations=dict(meta.get("annotations") or {}),
+        labels=shared_key_dict(meta.get("labels") or {}),
+        annotations=shared_key_dict(meta.get("annotations") or {}),
         owner_uid=owner_uid,
         owner_kind=owner_kind,
         node=assigned_node(spec),
