@@ -167,7 +167,7 @@ async def record_in_cluster(client: KubeClient, records: Informer[JsonDict], nam
         return True
     if fresh is None or (fresh.get("metadata") or {}).get("uid") != uid:
         return False
-    records.upsert(cached_record(fresh), notify=False)
+    records.upsert(fresh, notify=False)  # the cache's own transform strips and shares
     return True
 
 
