@@ -172,7 +172,10 @@ class Informer(Generic[T]):
                 fresh[self.key_of(obj["metadata"])] = obj
             version = page.get("metadata", {}).get("resourceVersion", version)
             await asyncio.sleep(0)  # yield between pages: a huge list never blocks the loop
-        for name in [k for k in self.values if k not in fresh]:
+        # An object the list lacks but that is newer than its snapshot was written since (our own
+        # create, remembered at once): the watch from the snapshot brings its events, so it stays.
+        snapshot = _version(version)
+        for name in [k for k in self.values if k not in fresh and not self._versions.get(k, 0) > snapshot > 0]:
             self.remove(name)
         for obj in fresh.values():
             self.upsert(obj)
