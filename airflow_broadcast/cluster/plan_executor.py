@@ -49,6 +49,7 @@ class ChildEventStyle:
 class ApplyResult:
     created: int = 0
     attempted: int = 0
+    not_created: list[str] = field(default_factory=list)  # pods whose create failed or was not sent
     create_errors: list[str] = field(default_factory=list)
     deleted: int = 0
     conflict: bool = False
@@ -88,7 +89,7 @@ class PlanExecutor:
             await self._create_services(plan.create_services, child_events)
         if plan.create_pods:
             await self._create_pods(plan.create_pods, plan.create_limit, result, child_events)
-        status = plan.status_after(result.created, result.attempted)
+        status = plan.status_after(result.created, result.attempted, result.not_created)
         if plan.record_parts and not await write_parts(self.client, record, plan.record_parts, self.records):
             result.conflict = True  # another writer's part: the pass is recomputed from it
         elif status is not None or plan.record_annotations:
@@ -190,6 +191,7 @@ class PlanExecutor:
         opening thousands of requests at once.
         """
         todo = list(manifests[:limit] if limit is not None else manifests)
+        result.not_created.extend(m["metadata"]["name"] for m in manifests[len(todo):])
         gate = asyncio.Semaphore(CREATE_CONCURRENCY)
 
         async def one(manifest: Mapping[str, Any]) -> tuple[bool, str, bool]:
@@ -206,6 +208,8 @@ class PlanExecutor:
                 if isinstance(outcome, TransportError) and "Timeout" in str(outcome):
                     continue  # R8: a timed-out create is neither counted nor an error
                 result.attempted += 1
+                if isinstance(outcome, BaseException) or not outcome[0]:
+                    result.not_created.append(name)
                 if isinstance(outcome, BaseException):
                     message = outcome.describe() if isinstance(outcome, ClusterApiError) else str(outcome)
                     result.create_errors.append(message)
@@ -225,5 +229,6 @@ class PlanExecutor:
                     failed = True
             job_metrics.count(job_metrics.CREATED_PODS, self.kind, self.namespace, fresh)  # one call per batch
             if failed:
+                result.not_created.extend(m["metadata"]["name"] for m in todo)
                 return
             batch = min(batch * 2, len(todo)) if todo else batch

@@ -16,6 +16,10 @@ them as rules the executor applies to what happened, without choosing anything:
   which creates to add: "created" (successes), "attempted" (every create sent, the
   failed ones too, as upstream's missing return does) or "none". `status_after`
   is the arithmetic; the executor only passes it the two counts.
+* A create that fails, or is never sent, made no pod, so it was no attempt:
+  `create_fallbacks` gives, per pod name, the node and the entry its node had in
+  the status's node table before this pass (None: none), and `status_after` puts
+  it back for the names the executor reports as not created.
 
 No pass deletes the job. TTL after finished is an annotation the plan writes on the
 record (see `reconcilers/expiry.py`), read later by whoever deletes the record.
@@ -23,7 +27,7 @@ record (see `reconcilers/expiry.py`), read later by whoever deletes the record.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -70,6 +74,7 @@ class Plan:
       backoff), or None when only cluster events can change the outcome.
     * `finished`: the job reached a terminal state in (or before) this pass.
     * `active_counts`: which pod creates of this pass `status["active"]` includes.
+    * `create_fallbacks`: pod name → (node, its `status["nodes"]` entry before this pass).
     """
 
     create_pods: tuple[JsonDict, ...] = ()
@@ -84,18 +89,34 @@ class Plan:
     requeue_after: float | None = None
     finished: bool = False
     active_counts: ActiveCount = "none"
+    create_fallbacks: Mapping[str, tuple[str, JsonDict | None]] = field(default_factory=dict)
 
     @property
     def changes_cluster(self) -> bool:
         return bool(self.create_pods or self.create_services or self.create_objects or self.deletes
                     or self.status is not None or self.record_annotations or self.record_parts)
 
-    def status_after(self, created: int, attempted: int) -> JsonDict | None:
-        """The status to write once the pod creates ran: `created` succeeded out of `attempted` sent."""
-        if self.status is None or self.active_counts == "none":
-            return self.status
-        added = attempted if self.active_counts == "attempted" else created
-        return {**self.status, "active": int(self.status.get("active", 0)) + added}
+    def status_after(self, created: int, attempted: int, not_created: Collection[str] = ()) -> JsonDict | None:
+        """The status to write once the pod creates ran: `created` succeeded out of `attempted` sent,
+        and the pods named in `not_created` do not exist (their create failed or was not sent)."""
+        if self.status is None:
+            return None
+        status = self.status
+        if self.active_counts != "none":
+            added = attempted if self.active_counts == "attempted" else created
+            status = {**status, "active": int(status.get("active", 0)) + added}
+        table = status.get("nodes")
+        undone = [self.create_fallbacks[name] for name in not_created if name in self.create_fallbacks]
+        if undone and isinstance(table, Mapping):
+            table = dict(table)
+            for node, before in undone:
+                if node in table:
+                    if before is None:
+                        del table[node]
+                    else:
+                        table[node] = before
+            status = {**status, "nodes": table}
+        return status
 
 
 def earliest(*delays: float | None) -> float | None:

@@ -202,7 +202,9 @@ def attempted_creates(plan: Plan) -> int:
 def simulate(plan: Plan, record: JobRecord, created: int | None = None) -> JobRecord:
     """The record after the executor applied `plan`, with `created` successful creates (default: all)."""
     attempted = attempted_creates(plan)
-    written = plan.status_after(attempted if created is None else created, attempted)
+    made = attempted if created is None else created
+    not_created = [p["metadata"]["name"] for p in plan.create_pods[made:]]
+    written = plan.status_after(made, attempted, not_created)
     status = copy.deepcopy(dict(record.status if written is None else written))
     annotations = dict(record.annotations)
     for key, value in plan.record_annotations.items():

@@ -55,6 +55,7 @@ class _Pass:
         self.events: list[JobEvent] = []
         self.deletes: list[DeleteChild] = []
         self.creates: list[dict[str, Any]] = []
+        self.fallbacks: dict[str, tuple[str, dict[str, Any] | None]] = {}
         self.annotations: dict[str, str | None] = {}
         self.requeue: float | None = None
         self.finished = False
@@ -229,8 +230,9 @@ class _Pass:
             pod = build_pod(self.spec.name, self.record.namespace, self.spec.template,
                             self.record, node, self.options.assign_by_scheduler, attempt)
             self.creates.append(pod)
-            # Recorded at once, so a pod deleted before any pass saw it still counts as an attempt;
-            # the node's last finished result is kept beside the re-run (L12).
+            # Recorded at once, so a pod deleted before any pass saw it still counts as an attempt (a
+            # create that fails is undone by the plan's fallback); the last finished result is kept (L12).
+            self.fallbacks[pod["metadata"]["name"]] = (node, previous.get(node))
             entry: dict[str, Any] = {"pod": pod["metadata"]["name"], "phase": "Pending", "restarts": 0,
                                      "attempt": attempt}
             row = self.ledger.rows.get(node)
@@ -272,6 +274,7 @@ class _Pass:
             requeue_after=self.requeue,
             finished=self.finished,
             active_counts="attempted" if self.options.kruise_compat else "created",  # R9
+            create_fallbacks=self.fallbacks,
         )
 
 

@@ -184,5 +184,5 @@ def test_F14_deleting_a_failed_pod_of_an_unfinished_job_reruns_the_node(
 
     again = wait_until(lambda: next((p for p in pods_by_node(engine, "f14").get(bad, [])
                                      if p.metadata.uid != failed.metadata.uid), None), what="node re-run")
-    assert again.metadata.annotations[ATTEMPT_ANNOTATION] == "2"
+    assert again.metadata.annotations[ATTEMPT_ANNOTATION] == "2", reasons(engine, "f14")
     assert len(pods_by_node(engine, "f14")[busy]) == 1

@@ -6,6 +6,7 @@ here each error branch (timeouts, failed batches, AlreadyExists) can be forced e
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -61,6 +62,20 @@ async def test_R9_failed_creates_inflate_active_only_when_the_plan_says_so(activ
     result = await apply(api, status_plan([pod("p0"), pod("p1"), pod("p2"), pod("p3")], active_counts))
     assert (result.created, result.attempted) == (2, 3)
     assert api.written[-1]["data"]["status"] == f'{{"active": {active}}}'
+
+
+async def test_P12_a_create_that_failed_or_was_never_sent_puts_its_nodes_entry_back() -> None:
+    """p1 fails, which stops p3's batch from going out: neither made a pod, so neither was an attempt."""
+    before = {"pod": "p1", "phase": "Failed", "attempt": 1}
+    table = {f"n{i}": {"pod": f"p{i}", "phase": "Pending", "attempt": 2 if i == 1 else 1} for i in range(4)}
+    fallbacks = {"p0": ("n0", None), "p1": ("n1", before), "p2": ("n2", None), "p3": ("n3", None)}
+    api = FakeApi(fail={"p1": e.ServerError(500, "InternalError", "etcd down")})
+    plan = Plan(create_pods=tuple(pod(f"p{i}") for i in range(4)), status={"active": 0, "nodes": table},
+                active_counts="created", create_fallbacks=fallbacks)
+    result = await apply(api, plan)
+    assert sorted(result.not_created) == ["p1", "p3"]
+    written = json.loads(api.written[-1]["data"]["status"])["nodes"]
+    assert written == {"n0": table["n0"], "n1": before, "n2": table["n2"]}
 
 
 async def test_E1_E2_E3_events_for_created_failed_and_deleted_pods() -> None:

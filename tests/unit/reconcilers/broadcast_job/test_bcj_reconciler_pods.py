@@ -258,6 +258,28 @@ def test_P12_attempt_annotation_starts_at_one_and_counts_reruns_of_a_node() -> N
     assert cluster.status["nodes"]["node-00"]["attempt"] == 2
 
 
+def test_P12_a_rerun_whose_create_failed_is_sent_again_as_the_same_attempt() -> None:
+    """A create that failed made no pod, so it was no attempt: the retry carries the same number."""
+    cluster = BCJCluster(make_spec(failure="Continue"), make_nodes(2))
+    cluster.step(fail_creates=1)
+    assert "node-01" not in cluster.status["nodes"]  # a first create that failed leaves no entry
+    assert [p["metadata"]["annotations"][ATTEMPT_ANNOTATION] for p in cluster.step().create_pods] == ["1"]
+    cluster.set_phase("Failed", ["node-00"])
+    cluster.step()
+    failed_result = cluster.status["nodes"]["node-00"]
+    cluster.remove_pod("node-00")
+    failed_rerun = cluster.step(fail_creates=1)
+    assert [p["metadata"]["annotations"][ATTEMPT_ANNOTATION] for p in failed_rerun.create_pods] == ["2"]
+    assert cluster.status["nodes"]["node-00"] == failed_result  # the node's last result stands
+
+    retry = cluster.step()
+    assert [p["metadata"]["annotations"][ATTEMPT_ANNOTATION] for p in retry.create_pods] == ["2"]
+    assert cluster.status["nodes"]["node-00"]["previous"] == failed_result
+    cluster.step()
+    cluster.remove_pod("node-00")
+    assert [p["metadata"]["annotations"][ATTEMPT_ANNOTATION] for p in cluster.step().create_pods] == ["3"]
+
+
 # ---- M: expectations and concurrency, pure part -----------------------------------------------
 def test_X1_an_unobserved_create_is_planned_again_under_the_same_name() -> None:
     """Until the watch shows the pod, the pass plans it again with the same name, so the
