@@ -78,12 +78,19 @@ async def sweep_expired_records(client: KubeClient, namespace: str, now: float |
     return deleted
 
 
+def sweep_due(namespace: str, every: float = SWEEP_EVERY_SECONDS) -> bool:
+    """Whether this process's last sweep of the namespace is `every` seconds old, so a starting trigger
+    needs no task (which it would keep until it ends) when another has just swept."""
+    seen = _last_sweep.get(asyncio.get_running_loop(), {})
+    return time.monotonic() - seen.get(namespace, -1e9) >= every
+
+
 async def sweep_in_background(client: KubeClient, namespace: str, *, every: float = SWEEP_EVERY_SECONDS,
                               unread_grace: float = UNREAD_GRACE_SECONDS) -> None:
     """At most one sweep per namespace every `every` seconds per process; errors are logged, never raised."""
-    seen = _last_sweep.setdefault(asyncio.get_running_loop(), {})
-    if time.monotonic() - seen.get(namespace, -1e9) < every:
+    if not sweep_due(namespace, every):
         return
+    seen = _last_sweep.setdefault(asyncio.get_running_loop(), {})
     seen[namespace] = time.monotonic()
     try:
         await sweep_expired_records(client, namespace, unread_grace=unread_grace)

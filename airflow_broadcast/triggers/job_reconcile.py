@@ -21,7 +21,7 @@ from airflow_broadcast.cluster.kinds.registry import JobOptions, check_kind, dri
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.log_follow import LogFollower, PodChooser
 from airflow_broadcast.cluster.reconcile_loop import JobDriver, LoopOutcome, LoopReason, run_reconcile_loop
-from airflow_broadcast.cluster.ttl_sweeper import sweep_in_background
+from airflow_broadcast.cluster.ttl_sweeper import sweep_due, sweep_in_background
 from airflow_broadcast.config import current_settings
 from airflow_broadcast.hooks.kubernetes import BroadcastKubernetesHook
 from airflow_broadcast.hooks.metrics import running_in_triggerer
@@ -145,7 +145,8 @@ class JobReconcileTrigger(BaseTrigger):
             client = await self._hook().kube_client()
             sweep = asyncio.get_running_loop().create_task(sweep_in_background(
                 client, args.namespace, every=settings.ttl_sweep_seconds,
-                unread_grace=settings.unread_result_grace_seconds))
+                unread_grace=settings.unread_result_grace_seconds,
+            )) if sweep_due(args.namespace, settings.ttl_sweep_seconds) else None
             early = EarlyOutcome() if self._fires_early() else None
             driving = asyncio.get_running_loop().create_task(
                 self._drive(client, settings.measure_loop_lag, early.announce if early else None))
@@ -160,7 +161,7 @@ class JobReconcileTrigger(BaseTrigger):
                 if not driving.done():
                     driving.cancel()
                     await asyncio.gather(driving, return_exceptions=True)
-            await asyncio.wait([sweep], timeout=5)
+            await _settle(sweep)
             if args.finish_in_triggerer:
                 ended = await success_event(client, args.driver().kind, args.namespace, args.record_name, args.uid,
                                             outcome, self.log)
@@ -192,14 +193,14 @@ class JobReconcileTrigger(BaseTrigger):
                 self.log.info("event loop lag while reconciling: %s (%d API requests)", json.dumps(lag.report()),
                               client.requests_sent)
 
-    async def _finish_writes(self, driving: asyncio.Task[LoopOutcome], sweep: asyncio.Task[None]) -> None:
+    async def _finish_writes(self, driving: asyncio.Task[LoopOutcome], sweep: asyncio.Task[None] | None) -> None:
         """After an early event: the finishing pass's writes; a failure is logged (the task's resume repeats it)."""
         try:
             await driving
         except Exception as exc:
             self.log.warning("the finished job's last writes failed (%s: %s); the task's resume repeats them",
                              type(exc).__name__, exc)
-        await asyncio.wait([sweep], timeout=5)
+        await _settle(sweep)
 
     async def on_kill(self) -> None:
         """A user marked the task failed or cleared it (Airflow 3.3+): stop the job's active pods.
@@ -244,6 +245,12 @@ class JobReconcileTrigger(BaseTrigger):
         found = states.get(key["run_id"], {})
         state = found.get(key["task_id"]) if isinstance(found, dict) else None
         return str(state) in ("deferred", "TaskInstanceState.DEFERRED")
+
+
+async def _settle(sweep: asyncio.Task[None] | None) -> None:
+    """Give this trigger's TTL sweep (if it started one) a few seconds to end with it."""
+    if sweep is not None:
+        await asyncio.wait([sweep], timeout=5)
 
 
 def check_visibility(kind: str, startup_timeout_seconds: float | None, get_logs: bool) -> None:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from support.fake_api import RecordStore, job_record
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.job_records import EXPIRES_AT, RESULT_READ
-from airflow_broadcast.cluster.ttl_sweeper import UNREAD_GRACE_SECONDS, sweep_expired_records
+from airflow_broadcast.cluster.ttl_sweeper import (
+    UNREAD_GRACE_SECONDS,
+    sweep_due,
+    sweep_expired_records,
+    sweep_in_background,
+)
 from airflow_broadcast.specs.timestamps import to_rfc3339
 
 NOW = 1_800_000_000.0
@@ -33,3 +40,12 @@ async def test_T6_a_failed_delete_keeps_the_stamp_and_the_next_sweep_deletes_the
     assert store.records["bcj-flaky"]["metadata"]["annotations"][EXPIRES_AT] == to_rfc3339(NOW - 60)
     assert await sweep_expired_records(store, "ns", now=NOW + 60) == ["bcj-flaky"]
     assert store.records == {}
+
+
+async def test_a_namespace_swept_a_moment_ago_is_not_due_so_a_starting_trigger_needs_no_sweep_task() -> None:
+    store = RecordStore(expiring("read", time.time() - 1, **READ))
+    assert sweep_due("ns", every=60.0)
+    await sweep_in_background(store, "ns", every=60.0)
+    assert not store.records
+    assert not sweep_due("ns", every=60.0)
+    assert sweep_due("ns", every=0.0) and sweep_due("other-ns", every=60.0)
