@@ -102,6 +102,12 @@ def record_view(raw: Mapping[str, Any]) -> JobRecord:
     )
 
 
+def view_worth_keeping(raw: Mapping[str, Any]) -> bool:
+    """Keep a record's typed view between passes only when its status is large: a small one is parsed
+    again in microseconds, and 1,000 idle jobs would hold a parsed copy each (about 4 KB)."""
+    return len((raw.get("data") or {}).get("status") or "") >= SHARE_BELOW_CHARS
+
+
 async def create_record(client: KubeClient, record: Mapping[str, Any]) -> JsonDict:
     namespace = record["metadata"]["namespace"]
     return await client.create(records_path(namespace), record)

@@ -223,7 +223,8 @@ async def run_reconcile_loop(
                 requeue = max(requeue or 0.0, CREATE_RETRY_SECONDS)
             timer = earliest(requeue, None if deadline is None else deadline - now,
                              None if startup.next_check is None else startup.next_check - now)
-            del plan, applied, startup  # an idle job keeps its record, not its last pass
+            del plan, applied, startup, record  # an idle job keeps its cached record, not its last pass
+            viewed = viewed if job_records.view_worth_keeping(raw) else None
             await wait_for_work(wake, None if timer is None else time.monotonic() + timer, resync,
                                 lambda: _permanent_watch_error(records, watched) is not None)
             await asyncio.sleep(coalesce_gap(time.monotonic() - started, took))
