@@ -14,7 +14,7 @@ from airflow_broadcast.reconcilers.observed import JobRecord
 
 def views_of(uid: str, besides: JobRecord) -> list[JobRecord]:
     gc.collect()
-    return [o for o in gc.get_objects() if isinstance(o, JobRecord) and o.uid == uid and o is not besides]
+    return [o for o in gc.get_objects() if type(o) is JobRecord and o.uid == uid and o is not besides]
 
 
 async def test_an_idle_job_with_a_small_status_keeps_no_parsed_view_of_its_record(
