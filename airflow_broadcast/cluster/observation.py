@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -97,6 +98,9 @@ def _latest_condition_warning(conditions: list[Mapping[str, Any]]) -> tuple[str,
 
 PLACEMENT_KEYS = ("nodeName", "nodeSelector", "affinity", "tolerations", "resources", "overhead")
 CONTAINER_KEYS = ("resources", "restartPolicy")
+PER_NODE_KEYS = ("nodeName", "affinity")  # a pinned pod's affinity names its node: sharing would not pay
+MAX_COPIES = 4096
+_copies: dict[str, Any] = {}
 
 
 def _placement_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -105,12 +109,24 @@ def _placement_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
     A cache of whole specs would hold each pod's image, volumes and env: a TFJob pod's TF_CONFIG
     lists every replica, so N cached pods would hold N² bytes.
     """
-    slim = {k: spec[k] for k in PLACEMENT_KEYS if k in spec}
+    slim = {k: spec[k] if k in PER_NODE_KEYS else _one_copy(spec[k]) for k in PLACEMENT_KEYS if k in spec}
     for key in ("initContainers", "containers"):
         if isinstance(spec.get(key), list):
-            slim[key] = [{k: c[k] for k in CONTAINER_KEYS if k in c} if isinstance(c, Mapping) else c
-                         for c in spec[key]]
+            slim[key] = _one_copy([{k: c[k] for k in CONTAINER_KEYS if k in c} if isinstance(c, Mapping) else c
+                                   for c in spec[key]])
     return slim
+
+
+def _one_copy(value: Any) -> Any:
+    """One shared (read-only) instance of each distinct placement value: the pods of a job repeat their
+    template's tolerations and resources, and an idle triggerer holds one pod per job."""
+    key = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    kept = _copies.get(key)
+    if kept is None:
+        if len(_copies) >= MAX_COPIES:
+            _copies.clear()
+        kept = _copies[key] = value
+    return kept
 
 
 def service_info(svc: Mapping[str, Any]) -> ServiceInfo:

@@ -42,3 +42,16 @@ def test_the_latest_condition_that_is_not_true_is_the_warning_of_a_pod_without_c
     started = pod({"phase": "Pending", "conditions": conditions[:1],
                    "containerStatuses": [{"name": "tensorflow", "state": {"running": {}}}]})
     assert pod_info(started).condition_warning is None
+
+
+def test_pods_of_one_template_share_one_copy_of_their_tolerations_and_resources() -> None:
+    """An idle triggerer holds a pod per job; the template's placement values are kept once."""
+    def pod(node: str) -> dict[str, Any]:
+        return {"metadata": {"name": f"p-{node}"},
+                "spec": {"nodeName": node, "tolerations": [{"key": "k", "operator": "Exists"}],
+                         "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}
+
+    first, second = pod_info(pod("a")), pod_info(pod("b"))
+    assert first.spec["tolerations"] is second.spec["tolerations"]
+    assert first.spec["containers"] is second.spec["containers"] == [{"resources": {"requests": {"cpu": "1"}}}]
+    assert (first.node, second.node) == ("a", "b")
