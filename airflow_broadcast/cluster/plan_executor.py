@@ -209,24 +209,21 @@ class PlanExecutor:
                     continue  # R8: a timed-out create is neither counted nor an error
                 result.attempted += 1
                 if isinstance(outcome, BaseException) or not outcome[0]:
+                    if isinstance(outcome, BaseException):
+                        message = outcome.describe() if isinstance(outcome, ClusterApiError) else str(outcome)
+                    else:
+                        message = outcome[1]
                     result.not_created.append(name)
-                if isinstance(outcome, BaseException):
-                    message = outcome.describe() if isinstance(outcome, ClusterApiError) else str(outcome)
                     result.create_errors.append(message)
                     events.append(JobEvent("Warning", self.style.create_failed,
                                            self.style.create_failed_message.format(error=message)))
                     failed = True
-                elif outcome[0]:
+                else:
                     result.created += 1
                     if not outcome[2]:  # an adopted pod was created earlier, and reported then
                         fresh += 1
                         events.append(JobEvent("Normal", self.style.create_ok,
                                                self.style.create_ok_message.format(name=name)))
-                else:
-                    result.create_errors.append(outcome[1])
-                    events.append(JobEvent("Warning", self.style.create_failed,
-                                           self.style.create_failed_message.format(error=outcome[1])))
-                    failed = True
             job_metrics.count(job_metrics.CREATED_PODS, self.kind, self.namespace, fresh)  # one call per batch
             if failed:
                 result.not_created.extend(m["metadata"]["name"] for m in todo)
