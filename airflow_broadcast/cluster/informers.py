@@ -11,11 +11,12 @@ import asyncio
 import logging
 import time
 import weakref
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Generic, TypeVar
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError, Gone
+from airflow_broadcast.cluster.cache_journals import JOURNAL_ABOVE, CacheJournals
 from airflow_broadcast.cluster.kube_client import Backoff, JsonDict, KubeClient
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ class Informer(Generic[T]):
     _index: dict[str, dict[str, T]] = field(default_factory=dict, init=False)
     _views: dict[str | None, tuple[T, ...]] = field(default_factory=dict, init=False)
     _keys_index: dict[str, str] = field(default_factory=dict, init=False)
+    _journals: CacheJournals[T] = field(default_factory=CacheJournals, init=False)
     _subscribers: dict[str, set[asyncio.Event]] = field(default_factory=dict, init=False)
     listed: bool = field(default=False, init=False)
     _task: asyncio.Task[None] | None = field(default=None, init=False)
@@ -71,6 +73,14 @@ class Informer(Generic[T]):
             if bucket:
                 self._views[index_value] = view
         return view
+
+    def snapshot(self, index_value: str | None = None) -> Sequence[T]:
+        """The objects (of one index value) with a journal of their changes, once there are many of them:
+        a pass that read the same journal before reads only what changed since (reconcilers/journal.py)."""
+        bucket = self.values if index_value is None else self._index.get(index_value)
+        if bucket is None or len(bucket) < JOURNAL_ABOVE:
+            return self.items(index_value)
+        return self._journals.snapshot(index_value, bucket)
 
     def count(self, index_value: str) -> int:
         """How many cached objects an index value has, without listing them."""
@@ -100,6 +110,7 @@ class Informer(Generic[T]):
         value = self.transform(obj)
         old = self.values.get(key)
         self.values[key] = value
+        self._journals.record(None, key, value, self.values)
         self._versions[key] = version
         index = self._index_value(obj)
         self._move_index(key, index, value)
@@ -121,6 +132,7 @@ class Informer(Generic[T]):
     def remove(self, name: str) -> None:
         if self.values.pop(name, None) is None:
             return
+        self._journals.record(None, name, None, self.values)
         self._versions.pop(name, None)
         index = self._keys_index.pop(name, "")
         self._unindex(name, index)
@@ -134,13 +146,16 @@ class Informer(Generic[T]):
         if previous is not None and previous != index:
             self._unindex(key, previous)
         self._keys_index[key] = index
-        self._index.setdefault(index, {})[key] = value
+        bucket = self._index.setdefault(index, {})
+        bucket[key] = value
+        self._journals.record(index, key, value, bucket)
 
     def _unindex(self, key: str, index: str) -> None:
         """Take `key` out of an index value's objects (dropping the value once empty) and out of its views."""
         bucket = self._index.get(index)
         if bucket is not None:
             bucket.pop(key, None)
+            self._journals.record(index, key, None, bucket)
             if not bucket:
                 del self._index[index]
         self._stale(index)

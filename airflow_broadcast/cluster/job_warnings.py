@@ -16,6 +16,7 @@ from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.informers import ANY_KEY, Informer, shared_informer
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
+from airflow_broadcast.reconcilers.journal import ChangeTracker
 from airflow_broadcast.reconcilers.observed import PodInfo
 from airflow_broadcast.reconcilers.startup import StartupStall
 from airflow_broadcast.specs.timestamps import from_rfc3339
@@ -102,25 +103,32 @@ class JobWarnings:
         self._counts: dict[str, int] = {}
         self._statuses: set[tuple[str, str, int]] = set()
         self._events_seen: dict[str, tuple[WarningEvent, ...]] = {}
-        self._status_seen: dict[str, PodInfo] = {}
-        self._pods_seen: tuple[PodInfo, ...] = ()
+        self._pod_changes: ChangeTracker[PodInfo] = ChangeTracker()
+        self._event_changes: ChangeTracker[WarningEvent] = ChangeTracker()
+        self._pods_by_uid: dict[str, PodInfo] = {}
         self._blind = False
 
     def collect(self) -> list[JobWarning]:
-        """The warnings not yet reported. Only what changed since the last look is read again: the caches hand
-        out the same objects (and the same tuple of a pod's events) until they change."""
+        """The warnings not yet reported. Only what changed since the last look is read again: the pods and
+        the Warning events that changed (from the caches' journals), and the events of a changed pod."""
         found: list[JobWarning] = []
         self._new_events(self.uid, self.job, "", found)
-        pods = self.pods.items(self.uid)
-        for pod in pods:
+        gone, pods = self._pod_changes.take(self.pods.snapshot(self.uid))
+        for pod in gone:
+            if self._pods_by_uid.get(pod.uid) is pod:
+                del self._pods_by_uid[pod.uid]
+        self._pods_by_uid.update((pod.uid, pod) for pod in pods)
+        _, events = self._event_changes.take(self.events.snapshot())
+        subjects = {pod.uid: pod for pod in pods}
+        for event in events:
+            owner = self._pods_by_uid.get(event.involved_uid)
+            if owner is not None:
+                subjects.setdefault(owner.uid, owner)
+        for pod in subjects.values():
             self._new_events(pod.uid, f"pod {pod.name}", pod.node, found)
-        if pods is self._pods_seen:
-            return found
-        self._pods_seen = pods
         for pod in pods:
-            if pod.deleting or self._status_seen.get(pod.uid) is pod:
+            if pod.deleting:
                 continue
-            self._status_seen[pod.uid] = pod
             for reason, message in status_warnings(pod):
                 key = (pod.uid, reason, pod.restarts)
                 if key not in self._statuses:

@@ -32,8 +32,8 @@ class BroadcastJobDriver:
         return WatchSet(children=pods, nodes=nodes)
 
     def observe(self, watched: WatchSet, uid: str) -> BroadcastObserved:
-        nodes = watched.nodes.items() if watched.nodes is not None else []
-        return BroadcastObserved(nodes=nodes, pods=watched.children.items(uid),
+        nodes = watched.nodes.snapshot() if watched.nodes is not None else []
+        return BroadcastObserved(nodes=nodes, pods=watched.children.snapshot(uid),
                                  parts=cached_parts(watched.records, uid))
 
 

@@ -1,9 +1,10 @@
 """A BroadcastJob's rows from one pass to the next, so that a pass costs O(changed objects), not O(nodes).
 
 The watch caches hand a pass the same NodeInfo, PodInfo and part objects for as long as they do not
-change. The ledger keeps the objects of the last pass it saw and diffs the new ones against them by
-identity, in C (set differences of ids), then recomputes only the rows whose node, pod or stored
-result changed and adjusts its totals by the difference. Every answer equals what a fresh ledger
+change, and for a large collection a journal of what changed (reconcilers/journal.py). The ledger
+reads the changes since its last pass from the journal, or else diffs the objects by identity in C,
+then recomputes only the rows whose node, pod or stored result changed and adjusts its totals by
+the difference. Every answer equals what a fresh ledger
 computes from the same inputs (the unit tests replay passes both ways); the kept objects are held,
 so their ids cannot be reused while they are compared.
 """
@@ -13,37 +14,19 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from itertools import compress
-from operator import is_not
-from typing import Any, TypeVar
+from typing import Any
 
 from airflow_broadcast.reconcilers.broadcast_job import node_table as nt
 from airflow_broadcast.reconcilers.broadcast_job.ledger_parts import PartBook
 from airflow_broadcast.reconcilers.broadcast_job.ledger_rows import EMPTY, Row, RowRules, compute_row
 from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import REASON_AFFINITY
 from airflow_broadcast.reconcilers.broadcast_job.pods import bucket_of, is_owned, map_pods_to_nodes
+from airflow_broadcast.reconcilers.journal import ChangeTracker, changed_objects
 from airflow_broadcast.reconcilers.observed import NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import JobEvent
 
-T = TypeVar("T")
+__all__ = ["INLINE_SOURCE", "NodeLedger", "changed_objects"]
 INLINE_SOURCE = -1  # the record's own `status.nodes`, the stored table while it is small
-
-
-def changed_objects(old: Sequence[T], new: Sequence[T]) -> tuple[list[T], list[T]]:
-    """(gone, added) objects between two passes' inputs, by identity.
-
-    The very same tuple again means nothing changed (the caches hand out one tuple until a change).
-    The caches list their objects in a stable order, and a changed object takes its old one's place:
-    then a positional comparison in C finds the few changed places. Otherwise (objects came or went)
-    the two sets of ids are compared.
-    """
-    if old is new:
-        return [], []
-    if len(old) == len(new):
-        at = list(compress(range(len(new)), map(is_not, old, new)))
-        return [old[i] for i in at], [new[i] for i in at]
-    before, after = dict(zip(map(id, old), old, strict=True)), dict(zip(map(id, new), new, strict=True))
-    return [before[k] for k in before.keys() - after.keys()], [after[k] for k in after.keys() - before.keys()]
 
 
 class NodeLedger:
@@ -52,9 +35,9 @@ class NodeLedger:
     def __init__(self, key: tuple[Any, ...], template: Mapping[str, Any], rules: RowRules,
                  owner: tuple[str, str, str | None], restart_limit: int) -> None:
         self.key, self.template, self.rules, self.owner, self.restart_limit = key, template, rules, owner, restart_limit
-        self._nodes: Sequence[NodeInfo] = ()
+        self._nodes: ChangeTracker[NodeInfo] = ChangeTracker()
         self._named: dict[str, NodeInfo] = {}
-        self._pods: Sequence[PodInfo] = ()
+        self._pods: ChangeTracker[PodInfo] = ChangeTracker()
         self._bucket: dict[int, str] = {}  # owned pods only
         self.counts = {"active": 0, "failed": 0, "succeeded": 0}
         self._on_node: dict[str, dict[int, PodInfo]] = {}
@@ -95,8 +78,7 @@ class NodeLedger:
                                             self.rules))
 
     def _take_nodes(self, nodes: Sequence[NodeInfo]) -> set[str]:
-        gone, new = changed_objects(self._nodes, nodes)
-        self._nodes = _frozen(nodes)
+        gone, new = self._nodes.take(nodes)
         for node in gone:
             if self._named.get(node.name) is node:
                 del self._named[node.name]
@@ -105,8 +87,7 @@ class NodeLedger:
         return {node.name for node in gone} | {node.name for node in new}
 
     def _take_pods(self, pods: Sequence[PodInfo]) -> set[str]:
-        gone, new = changed_objects(self._pods, pods)
-        self._pods = _frozen(pods)
+        gone, new = self._pods.take(pods)
         dirty: set[str] = set()
         for pod in gone:
             key = id(pod)
@@ -255,11 +236,6 @@ class NodeLedger:
         if self.book is None or self.book.parts != parts:
             self.book = PartBook.build(parts, self.rows, self.entries, self._sources)
         return self.book
-
-
-def _frozen(items: Sequence[T]) -> Sequence[T]:
-    """The input itself when it cannot change (a tuple), else a copy: the next pass compares against it."""
-    return items if isinstance(items, tuple) else list(items)
 
 
 def _keyed(target: dict[str, Any], name: str, value: Any, sign: int) -> None:

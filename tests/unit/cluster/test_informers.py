@@ -146,3 +146,62 @@ async def test_a_relist_keeps_an_object_written_after_its_snapshot() -> None:
     await informer._relist()
 
     assert [p.name for p in informer.items("u1")] == ["since"]
+
+
+def job_pod(name: str, version: int, uid: str = "u1", phase: str = "Running") -> dict[str, Any]:
+    return {"metadata": {"name": name, "resourceVersion": str(version),
+                         "labels": {"airflow-broadcast.io/job-uid": uid}},
+            "spec": {"nodeName": name}, "status": {"phase": phase}}
+
+
+def test_a_large_collection_is_handed_out_with_a_journal_that_replays_to_the_cache() -> None:
+    from airflow_broadcast.cluster.cache_journals import JOURNAL_ABOVE
+    from airflow_broadcast.reconcilers.journal import Journaled
+
+    informer: Informer[Any] = Informer(client=None, path="/pods", transform=pod_info,  # type: ignore[arg-type]
+                                       index_label="airflow-broadcast.io/job-uid")
+    for i in range(JOURNAL_ABOVE - 1):
+        informer.upsert(job_pod(f"p{i:03d}", i + 1))
+    assert isinstance(informer.snapshot("u1"), tuple), "a small collection: a plain tuple"
+    for i in range(JOURNAL_ABOVE, JOURNAL_ABOVE + 3):
+        informer.upsert(job_pod(f"p{i:03d}", 1000 + i))
+    first = informer.snapshot("u1")
+    assert isinstance(first, Journaled) and list(first) == list(informer.items("u1"))
+
+    informer.upsert(job_pod("p005", 2000, phase="Succeeded"))
+    informer.remove("p007")
+    informer.upsert(job_pod("p010", 2001, uid="u2"))  # relabelled: it leaves u1's collection
+    second = informer.snapshot("u1")
+    assert isinstance(second, Journaled) and second.log is first.log
+    assert list(second) == list(informer.items("u1")) and len(second) == JOURNAL_ABOVE
+    changes = second.since(first.log, first.end)
+    assert changes is not None and [key for key, _ in changes] == ["p005", "p007", "p010"]
+    assert list(first) != list(second), "an earlier snapshot stays as it was"
+
+
+def test_a_journal_starts_afresh_when_long_and_is_dropped_once_nobody_reads_it() -> None:
+    from airflow_broadcast.cluster.cache_journals import JOURNAL_ABOVE, JOURNAL_SLACK
+    from airflow_broadcast.reconcilers.journal import Journaled
+
+    informer: Informer[Any] = Informer(client=None, path="/pods", transform=pod_info,  # type: ignore[arg-type]
+                                       index_label="airflow-broadcast.io/job-uid")
+    version = 0
+
+    def churn(times: int) -> None:
+        nonlocal version
+        for _ in range(times):
+            version += 1
+            informer.upsert(job_pod(f"p{version % JOURNAL_ABOVE:03d}", version))
+
+    churn(JOURNAL_ABOVE)
+    first = informer.snapshot("u1")
+    assert isinstance(first, Journaled)
+    churn(JOURNAL_ABOVE + JOURNAL_SLACK + 1)
+    second = informer.snapshot("u1")
+    assert isinstance(second, Journaled) and second.log is not first.log, "a long log starts afresh"
+    assert len(second.log) <= 2 * JOURNAL_ABOVE + JOURNAL_SLACK and list(second) == list(informer.items("u1"))
+    churn(2 * (2 * JOURNAL_ABOVE + JOURNAL_SLACK + 1))  # nobody reads since: the next fresh start drops it
+    assert "u1" not in informer._journals._logs
+    for i in range(JOURNAL_ABOVE):
+        informer.remove(f"p{i:03d}")
+    assert informer.snapshot("u1") == ()

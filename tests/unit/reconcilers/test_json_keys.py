@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from airflow_broadcast.cluster.job_records import cached_record, read_status
+from airflow_broadcast.cluster.job_records import cached_record
 from airflow_broadcast.cluster.observation import pod_info
-from airflow_broadcast.reconcilers.json_keys import SHARE_BELOW_CHARS, shared_keys
+from airflow_broadcast.reconcilers.json_keys import shared_keys
 
 STATUS = {"phase": "running", "conditions": [{"type": "Complete", "lastTransitionTime": "2026-12-02T00:00:00Z"}],
           "nodes": {"node-1": {"phase": "Running", "restarts": 0}}, "active": 1}
@@ -24,22 +24,6 @@ def key_objects(value: object) -> list[str]:
     if isinstance(value, list):
         return [k for item in value for k in key_objects(item)]
     return []
-
-
-def test_two_statuses_parsed_apart_share_every_key_object_and_keep_every_value() -> None:
-    first, second = read_status(record(STATUS)), read_status(record(STATUS))
-
-    assert first == second == STATUS
-    assert all(a is b for a, b in zip(key_objects(first), key_objects(second), strict=True))
-
-
-def test_a_status_too_big_to_walk_on_every_version_is_left_as_parsed() -> None:
-    big = {**STATUS, "nodes": {f"node-{i:05d}": {"phase": "Running"} for i in range(SHARE_BELOW_CHARS // 20)}}
-    first, second = read_status(record(big)), read_status(record(big))
-
-    assert first == second == big
-    assert first["nodes"] is not second["nodes"]
-    assert not any(a is b for a, b in zip(key_objects(first)[:50], key_objects(second)[:50], strict=True))
 
 
 def test_cached_records_and_pods_share_their_metadata_keys() -> None:
