@@ -17,12 +17,12 @@ from typing import Any, Generic, TypeVar
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError, Gone
 from airflow_broadcast.cluster.cache_journals import JOURNAL_ABOVE, CacheJournals
+from airflow_broadcast.cluster.cache_subscribers import Subscribers, Waker
 from airflow_broadcast.cluster.kube_client import Backoff, JsonDict, KubeClient
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-ANY_KEY = "*"
 RELIST_SECONDS = 300.0
 HEALTHY_WATCH_SECONDS = 5.0
 STEP_SECONDS = 0.01
@@ -54,7 +54,7 @@ class Informer(Generic[T]):
     _views: dict[str | None, tuple[T, ...]] = field(default_factory=dict, init=False)
     _keys_index: dict[str, str] = field(default_factory=dict, init=False)
     _journals: CacheJournals[T] = field(default_factory=CacheJournals, init=False)
-    _subscribers: dict[str, set[asyncio.Event]] = field(default_factory=dict, init=False)
+    _subscribers: Subscribers = field(default_factory=Subscribers, init=False)
     listed: bool = field(default=False, init=False)
     _task: asyncio.Task[None] | None = field(default=None, init=False)
     _all_namespaces: bool = field(default=False, init=False)
@@ -86,11 +86,11 @@ class Informer(Generic[T]):
         """How many cached objects an index value has, without listing them."""
         return len(self._index.get(index_value, ()))
 
-    def subscribe(self, index_value: str, event: asyncio.Event) -> None:
-        self._subscribers.setdefault(index_value, set()).add(event)
+    def subscribe(self, index_value: str, event: Waker) -> None:
+        self._subscribers.subscribe(index_value, event)
 
-    def unsubscribe(self, index_value: str, event: asyncio.Event) -> None:
-        self._subscribers.get(index_value, set()).discard(event)
+    def unsubscribe(self, index_value: str, event: Waker) -> None:
+        self._subscribers.unsubscribe(index_value, event)
 
     async def wait_synced(self, timeout: float = 120.0) -> None:
         """Until the first LIST worked (or failed: then raise). A later watch error leaves the cache usable,
@@ -115,7 +115,7 @@ class Informer(Generic[T]):
         index = self._index_value(obj)
         self._move_index(key, index, value)
         if notify and (old is None or self.significant is None or self.significant(old) != self.significant(value)):
-            self._notify(index)
+            self._subscribers.notify(index)
 
     def key_of(self, meta: Mapping[str, Any]) -> str:
         """The name; `namespace/name` in a cache of a namespaced kind across all namespaces, where names repeat."""
@@ -136,7 +136,7 @@ class Informer(Generic[T]):
         self._versions.pop(name, None)
         index = self._keys_index.pop(name, "")
         self._unindex(name, index)
-        self._notify(index)
+        self._subscribers.notify(index)
 
     def _move_index(self, key: str, index: str, value: T) -> None:
         """Each index value holds its objects themselves, so a pass lists its job's objects in C; a changed
@@ -163,11 +163,6 @@ class Informer(Generic[T]):
     def _stale(self, index: str) -> None:
         self._views.pop(index, None)
         self._views.pop(None, None)
-
-    def _notify(self, index: str) -> None:
-        for value in (index, ANY_KEY):
-            for event in self._subscribers.get(value, ()):
-                event.set()
 
     # ---- the loop ------------------------------------------------------------------------
     def start(self) -> None:

@@ -9,12 +9,12 @@ pull failures are also container waiting reasons; those are read from the pods' 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.api_paths import api_path
-from airflow_broadcast.cluster.informers import ANY_KEY, Informer, shared_informer
+from airflow_broadcast.cluster.informers import Informer, shared_informer
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.reconcilers.journal import ChangeTracker
 from airflow_broadcast.reconcilers.observed import PodInfo
@@ -92,6 +92,19 @@ def status_warnings(pod: PodInfo) -> list[tuple[str, str]]:
     return found
 
 
+class _Mark:
+    """A feed's subscription to one object's Warning events: notes that they changed, and wakes the feed."""
+
+    __slots__ = ("dirty", "uid", "wake")
+
+    def __init__(self, dirty: set[str], uid: str, wake: asyncio.Event) -> None:
+        self.dirty, self.uid, self.wake = dirty, uid, wake
+
+    def set(self) -> None:
+        self.dirty.add(self.uid)
+        self.wake.set()
+
+
 class JobWarnings:
     """The new warnings of one job (record `uid`) since the last `collect()`, and the latest event per pod."""
 
@@ -104,28 +117,35 @@ class JobWarnings:
         self._statuses: set[tuple[str, str, int]] = set()
         self._events_seen: dict[str, tuple[WarningEvent, ...]] = {}
         self._pod_changes: ChangeTracker[PodInfo] = ChangeTracker()
-        self._event_changes: ChangeTracker[WarningEvent] = ChangeTracker()
         self._pods_by_uid: dict[str, PodInfo] = {}
+        self._marks: dict[str, _Mark] = {}
+        self._dirty: set[str] = set()
+        self._wake: asyncio.Event | None = None  # set while a feed listens
         self._blind = False
 
     def collect(self) -> list[JobWarning]:
-        """The warnings not yet reported. Only what changed since the last look is read again: the pods and
-        the Warning events that changed (from the caches' journals), and the events of a changed pod."""
+        """The warnings not yet reported. Only what changed is read again: the pods that changed (from the
+        cache's journal) and, while a feed listens, the objects whose Warning events changed; without a
+        feed, every pod's events (the cache hands out the same tuple of them until one changes)."""
         found: list[JobWarning] = []
-        self._new_events(self.uid, self.job, "", found)
         gone, pods = self._pod_changes.take(self.pods.snapshot(self.uid))
+        self._pods_by_uid.update((pod.uid, pod) for pod in pods)
         for pod in gone:
             if self._pods_by_uid.get(pod.uid) is pod:
                 del self._pods_by_uid[pod.uid]
-        self._pods_by_uid.update((pod.uid, pod) for pod in pods)
-        _, events = self._event_changes.take(self.events.snapshot())
-        subjects = {pod.uid: pod for pod in pods}
-        for event in events:
-            owner = self._pods_by_uid.get(event.involved_uid)
+                self._unlisten(pod.uid)
+        if self._wake is None:
+            uids: Iterable[str] = self._pods_by_uid
+        else:
+            for pod in pods:
+                self._listen(pod.uid)
+            uids = dict.fromkeys([*(pod.uid for pod in pods), *sorted(self._dirty)])
+            self._dirty.clear()
+        self._new_events(self.uid, self.job, "", found)
+        for uid in uids:
+            owner = self._pods_by_uid.get(uid)
             if owner is not None:
-                subjects.setdefault(owner.uid, owner)
-        for pod in subjects.values():
-            self._new_events(pod.uid, f"pod {pod.name}", pod.node, found)
+                self._new_events(uid, f"pod {owner.name}", owner.node, found)
         for pod in pods:
             if pod.deleting:
                 continue
@@ -135,6 +155,16 @@ class JobWarnings:
                     self._statuses.add(key)
                     found.append(JobWarning(reason, f"pod {pod.name}", message, pod.node))
         return found
+
+    def _listen(self, uid: str) -> None:
+        if self._wake is not None and uid not in self._marks:
+            mark = self._marks[uid] = _Mark(self._dirty, uid, self._wake)
+            self.events.subscribe(uid, mark)
+
+    def _unlisten(self, uid: str) -> None:
+        mark = self._marks.pop(uid, None)
+        if mark is not None:
+            self.events.unsubscribe(uid, mark)
 
     def _new_events(self, uid: str, subject: str, node: str, found: list[JobWarning]) -> None:
         events = self.events.items(uid)
@@ -174,9 +204,13 @@ class JobWarnings:
         return []
 
     async def feed(self, sink: Callable[[JobWarning], None], interval: float = FEED_INTERVAL_SECONDS) -> None:
-        """Hand every new warning to `sink` as it appears, until cancelled; at most one look per `interval`."""
-        wake = asyncio.Event()
-        self.events.subscribe(ANY_KEY, wake)
+        """Hand every new warning to `sink` as it appears, until cancelled; at most one look per `interval`.
+
+        It listens to the Warning events of the job's record and of each of its pods, not to the namespace's:
+        an event about another job's pod wakes nobody here."""
+        wake = self._wake = asyncio.Event()
+        for uid in (self.uid, *self._pods_by_uid):
+            self._listen(uid)
         self.pods.subscribe(self.uid, wake)
         try:
             for warning in await self.ready():
@@ -188,5 +222,7 @@ class JobWarnings:
                 await wake.wait()
                 await asyncio.sleep(interval)
         finally:
-            self.events.unsubscribe(ANY_KEY, wake)
+            self._wake = None
+            for uid in list(self._marks):
+                self._unlisten(uid)
             self.pods.unsubscribe(self.uid, wake)

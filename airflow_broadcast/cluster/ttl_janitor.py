@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
-from airflow_broadcast.cluster.informers import ANY_KEY, Informer
+from airflow_broadcast.cluster.cache_subscribers import ANY_KEY
+from airflow_broadcast.cluster.informers import Informer
 from airflow_broadcast.cluster.janitor_lease import RENEW_SECONDS, keep_leases
 from airflow_broadcast.cluster.job_records import EXPIRES_AT, JOB_LABEL, KIND_LABEL, RESULT_READ
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient

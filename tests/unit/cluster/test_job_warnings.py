@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -104,3 +105,31 @@ def test_the_start_up_message_adds_the_pods_latest_warning_event() -> None:
     same = StartupStall("mnist-worker-0", "node-1", 130.0, "ImagePullBackOff: Back-off pulling image")
     assert "latest Warning event" not in caches.warnings.explain(same, 120)  # its message is the cause already
     assert "latest Warning event" not in caches.warnings.explain(replace(stall, pod="mnist-worker-9"), 120)
+
+
+async def test_a_feed_wakes_for_its_own_pods_events_only_and_reports_each_once() -> None:
+    caches = Caches()
+    caches.add_pod("mnist-worker-0", "u-w0")
+    caches.add_pod("other-0", "u-x", owner="another-job")
+    seen: list[JobWarning] = []
+    caches.events.synced.set()
+    feed = asyncio.ensure_future(caches.warnings.feed(seen.append, interval=0.0))
+    try:
+        await asyncio.sleep(0.01)
+        assert set(caches.events._subscribers) == {UID, "u-w0"}, "it listens to its record and its pod, not to all"
+        caches.events.upsert(event("e2", "u-x", "FailedScheduling", "not ours", involved="other-0"))
+        await asyncio.sleep(0.01)
+        assert seen == []
+        caches.events.upsert(event("e1", "u-w0", "BackOff", "Back-off pulling image", involved="mnist-worker-0"))
+        await asyncio.sleep(0.01)
+        assert [(w.reason, w.subject) for w in seen] == [("BackOff", "pod mnist-worker-0")]
+        caches.add_pod("mnist-worker-1", "u-w1")
+        await asyncio.sleep(0.01)
+        assert "u-w1" in caches.events._subscribers, "a new pod is listened to as it appears"
+        caches.pods.remove("mnist-worker-0")
+        await asyncio.sleep(0.01)
+        assert "u-w0" not in caches.events._subscribers, "a pod that is gone is no longer listened to"
+    finally:
+        feed.cancel()
+        await asyncio.gather(feed, return_exceptions=True)
+    assert not caches.events._subscribers, "a feed that ends leaves no subscription behind"
