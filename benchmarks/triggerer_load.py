@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -198,6 +199,8 @@ def _bench(kubeconfig: str, counts: list[int], window: float, settle: float, flo
         load.stop_file.touch()
         triggerer = next(c for c in stack.processes if c.name == "triggerer")
         blocked_total = triggerer.log.read_text(errors="replace").count(BLOCKED)
+        kept = HOME.with_name(f"triggerer-{'floor' if floor else 'provider'}.log")  # the next run replaces HOME
+        shutil.copyfile(triggerer.log, kept)
     core.delete_namespace(namespace)
     return {"benchmark": "triggerer_idle_jobs", "counts": counts, "pool_seconds": round(pool_seconds, 1),
             "steps": steps, "blocked_warnings_total": blocked_total, **_derived(steps)}
