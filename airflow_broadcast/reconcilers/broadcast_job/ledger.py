@@ -21,11 +21,10 @@ from airflow_broadcast.reconcilers.broadcast_job.ledger_parts import PartBook
 from airflow_broadcast.reconcilers.broadcast_job.ledger_rows import EMPTY, Row, RowRules, compute_row
 from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import REASON_AFFINITY
 from airflow_broadcast.reconcilers.broadcast_job.pods import bucket_of, is_owned, map_pods_to_nodes
-from airflow_broadcast.reconcilers.journal import ChangeTracker, changed_objects
+from airflow_broadcast.reconcilers.journal import ChangeTracker
 from airflow_broadcast.reconcilers.observed import NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import JobEvent
 
-__all__ = ["INLINE_SOURCE", "NodeLedger", "changed_objects"]
 INLINE_SOURCE = -1  # the record's own `status.nodes`, the stored table while it is small
 
 

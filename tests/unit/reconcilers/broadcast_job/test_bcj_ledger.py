@@ -4,15 +4,15 @@ and a pass recomputes only the rows whose node, pod or stored result changed."""
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
 from support.bcj_builders import NOW, UID, make_node, make_pod, make_record, make_spec
 
 from airflow_broadcast.reconcilers.broadcast_job import ledger, ledger_cache
-from airflow_broadcast.reconcilers.broadcast_job.ledger import changed_objects
 from airflow_broadcast.reconcilers.broadcast_job.reconciler import BroadcastOptions, reconcile_broadcast_job
+from airflow_broadcast.reconcilers.journal import changed_objects
 from airflow_broadcast.reconcilers.observed import NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import Plan
 
@@ -42,12 +42,17 @@ class Fleet:
     def _node(index: int, pool: str) -> NodeInfo:
         return make_node(f"n-{index:04d}", labels={"pool": pool})
 
+    def inputs(self) -> tuple[Sequence[NodeInfo], Sequence[PodInfo]]:
+        """The nodes and pods as a pass gets them."""
+        return list(self.nodes), list(self.pods.values())
+
     def pass_both_ways(self, options: BroadcastOptions) -> Plan:
-        """The pass with the kept ledger, and the same pass from scratch: they must agree."""
-        args = (self.spec, self.record, list(self.nodes), list(self.pods.values()), self.now, options, self.parts)
-        kept = reconcile_broadcast_job(*args)
+        """The pass with the kept ledger, and the same pass from scratch (on plain lists): they must agree."""
+        nodes, pods = self.inputs()
+        kept = reconcile_broadcast_job(self.spec, self.record, nodes, pods, self.now, options, self.parts)
         incremental = ledger_cache._kept.pop(UID, None)
-        fresh = reconcile_broadcast_job(*args)
+        fresh = reconcile_broadcast_job(self.spec, self.record, list(nodes), list(pods), self.now, options,
+                                        self.parts)
         if incremental is not None:
             ledger_cache._kept[UID] = incremental
         assert kept == fresh
@@ -127,6 +132,19 @@ def test_failure_policies_agree_with_a_pass_from_scratch(failure: str) -> None:
         fleet.apply(plan)
 
 
+def count_row_computations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the rows the ledger computes from here on, in order."""
+    computed: list[str] = []
+    real = ledger.compute_row
+
+    def counting(name: str, *args: Any) -> Any:
+        computed.append(name)
+        return real(name, *args)
+
+    monkeypatch.setattr(ledger, "compute_row", counting)
+    return computed
+
+
 def test_a_pass_recomputes_only_the_rows_that_changed(monkeypatch: pytest.MonkeyPatch) -> None:
     spec = make_spec()
     nodes = [make_node(f"n-{i:04d}") for i in range(400)]
@@ -138,14 +156,7 @@ def test_a_pass_recomputes_only_the_rows_that_changed(monkeypatch: pytest.Monkey
         record = record if plan.status is None else make_record(plan.status)
         parts = {**parts, **plan.record_parts}
 
-    computed: list[str] = []
-    real = ledger.compute_row
-
-    def counting(name: str, *args: Any) -> Any:
-        computed.append(name)
-        return real(name, *args)
-
-    monkeypatch.setattr(ledger, "compute_row", counting)
+    computed = count_row_computations(monkeypatch)
     for name in ("n-0003", "n-0100", "n-0399"):
         pods[name] = make_pod(name, "Succeeded", spec=spec)
     plan = reconcile_broadcast_job(spec, record, nodes, list(pods.values()), NOW, parts=parts)

@@ -3,20 +3,20 @@ only the changes since the last one (no comparison of whole collections)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
-from support.bcj_builders import NOW, UID, make_node, make_pod, make_record, make_spec
+from support.bcj_builders import NOW, make_node, make_pod, make_record, make_spec
 from support.journaled_cache import JournaledCache
-from test_bcj_ledger import Fleet
+from test_bcj_ledger import Fleet, count_row_computations
 
 from airflow_broadcast.cluster import cache_journals
 from airflow_broadcast.reconcilers import journal
-from airflow_broadcast.reconcilers.broadcast_job import ledger, ledger_cache
+from airflow_broadcast.reconcilers.broadcast_job import ledger_cache
 from airflow_broadcast.reconcilers.broadcast_job.reconciler import BroadcastOptions, reconcile_broadcast_job
 from airflow_broadcast.reconcilers.journal import Journaled
-from airflow_broadcast.reconcilers.plan import Plan
+from airflow_broadcast.reconcilers.observed import NodeInfo, PodInfo
 
 
 @pytest.fixture(autouse=True)
@@ -32,17 +32,8 @@ class JournaledFleet(Fleet):
         self.node_cache: JournaledCache[Any] = JournaledCache()
         self.pod_cache: JournaledCache[Any] = JournaledCache()
 
-    def pass_both_ways(self, options: BroadcastOptions) -> Plan:
-        nodes = self.node_cache.sync({n.name: n for n in self.nodes})
-        pods = self.pod_cache.sync(self.pods)
-        kept = reconcile_broadcast_job(self.spec, self.record, nodes, pods, self.now, options, self.parts)
-        incremental = ledger_cache._kept.pop(UID, None)
-        fresh = reconcile_broadcast_job(self.spec, self.record, list(nodes), list(pods), self.now, options,
-                                        self.parts)
-        if incremental is not None:
-            ledger_cache._kept[UID] = incremental
-        assert kept == fresh
-        return kept
+    def inputs(self) -> tuple[Sequence[NodeInfo], Sequence[PodInfo]]:
+        return self.node_cache.sync({n.name: n for n in self.nodes}), self.pod_cache.sync(self.pods)
 
 
 @pytest.mark.parametrize("slack", [cache_journals.JOURNAL_SLACK, 4], ids=["long-logs", "fresh-logs-often"])
@@ -76,17 +67,11 @@ def test_a_pass_over_journals_reads_only_the_changes(monkeypatch: pytest.MonkeyP
         record = record if plan.status is None else make_record(plan.status)
         parts = {**parts, **plan.record_parts}
 
-    computed: list[str] = []
-    real = ledger.compute_row
-
-    def counting(name: str, *args: Any) -> Any:
-        computed.append(name)
-        return real(name, *args)
+    computed = count_row_computations(monkeypatch)
 
     def no_whole_comparison(*_: Any) -> Any:
         raise AssertionError("a pass compared whole collections")
 
-    monkeypatch.setattr(ledger, "compute_row", counting)
     monkeypatch.setattr(journal, "changed_objects", no_whole_comparison)
     for name in ("n-0003", "n-0399"):
         running[name] = make_pod(name, "Succeeded", spec=spec)
