@@ -29,6 +29,7 @@ from airflow_broadcast.reconcilers.kind import KindName
 from airflow_broadcast.reconcilers.tf_job.logs import primary_pod
 from airflow_broadcast.triggers.early_event import EarlyOutcome, runner_resumes_after_event
 from airflow_broadcast.triggers.loop_lag import LoopLag
+from airflow_broadcast.triggers.off_loop_log import OffLoopLog
 from airflow_broadcast.triggers.progress import ProgressLog, TaskLog, WarningLog, masked
 from airflow_broadcast.triggers.task_end import success_event
 
@@ -140,6 +141,7 @@ class JobReconcileTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         args = self.args
         running_in_triggerer()
+        task_log = OffLoopLog(self.log)
         try:
             settings = current_settings()
             client = await self._hook().kube_client()
@@ -149,11 +151,12 @@ class JobReconcileTrigger(BaseTrigger):
             )) if sweep_due(args.namespace, settings.ttl_sweep_seconds) else None
             early = EarlyOutcome() if self._fires_early() else None
             driving = asyncio.get_running_loop().create_task(
-                self._drive(client, settings.measure_loop_lag, early.announce if early else None))
+                self._drive(client, task_log, settings.measure_loop_lag, early.announce if early else None))
             try:
                 outcome, announced = await early.first(driving) if early else (await driving, False)
                 if announced:
                     self.fired = True
+                    await task_log.drained()
                     yield self._event(outcome.reason, outcome.message, phase=str(outcome.status.get("phase", "")))
                     await self._finish_writes(driving, sweep)
                     return
@@ -166,12 +169,16 @@ class JobReconcileTrigger(BaseTrigger):
                 ended = await success_event(client, args.driver().kind, args.namespace, args.record_name, args.uid,
                                             outcome, self.log)
                 if ended is not None:
+                    await task_log.drained()
                     yield ended
                     return
+            await task_log.drained()
             yield self._event(outcome.reason, outcome.message, phase=str(outcome.status.get("phase", "")))
         except ClusterApiError as exc:
+            await task_log.drained()
             yield self._event(LoopReason.ERROR, exc.describe())
         except Exception as exc:
+            await task_log.drained()
             yield self._event(LoopReason.ERROR, f"{type(exc).__name__}: {exc}", stack_trace=traceback.format_exc())
 
     def _fires_early(self) -> bool:
@@ -181,16 +188,16 @@ class JobReconcileTrigger(BaseTrigger):
         resumed = type(self).resumed_after_event
         return runner_resumes_after_event() if resumed is None else resumed
 
-    async def _drive(self, client: KubeClient, measure_lag: bool,
+    async def _drive(self, client: KubeClient, task_log: TaskLog, measure_lag: bool,
                      announce: Callable[[LoopOutcome], None] | None) -> LoopOutcome:
         lag = LoopLag() if measure_lag else None
         monitor = asyncio.get_running_loop().create_task(lag.run()) if lag else None
         try:
-            return await drive_job(self.args, client, self.log, announce=announce)
+            return await drive_job(self.args, client, task_log, announce=announce)
         finally:
             if monitor is not None and lag is not None:
                 monitor.cancel()
-                self.log.info("event loop lag while reconciling: %s (%d API requests)", json.dumps(lag.report()),
+                task_log.info("event loop lag while reconciling: %s (%d API requests)", json.dumps(lag.report()),
                               client.requests_sent)
 
     async def _finish_writes(self, driving: asyncio.Task[LoopOutcome], sweep: asyncio.Task[None] | None) -> None:
