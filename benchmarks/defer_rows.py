@@ -1,8 +1,9 @@
 """Defer task instances of a DAG run onto triggers, as Airflow's execution API does when a task defers.
 
 `python -m benchmarks.defer_rows SPEC.json`, run with the Airflow environment of the stack under test.
-SPEC: {"dag_id", "run_id", "namespace", "jobs": [{"task_id", "record_name", "uid"}],
-"probe": {"task_id", "path", "stop_path"} | null, "floor": bool}. For each job it builds the provider's
+SPEC: {"runs": {dag_id: run_id}, "namespace", "jobs": [{"dag_id", "task_id", "record_name", "uid"}],
+"probe": {"dag_id", "task_id", "path", "stop_path"} | null, "floor": bool, "chunk": int, "pause": seconds}: the
+jobs arrive `chunk` at a time, `pause` seconds apart. For each job it builds the provider's
 JobReconcileTrigger for that record (what BroadcastJobOperator.execute would defer on), stores the
 trigger row with its kwargs serialized as the Task SDK sends them, and moves the task instance to
 `deferred`; the real triggerer then picks the triggers up and runs them. With "floor", every job defers on Airflow's
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,7 @@ def _trigger(job: dict[str, Any], spec: dict[str, Any]) -> Any:
     from airflow_broadcast.cluster.kinds.registry import options_for
     from airflow_broadcast.triggers.job_reconcile import JobReconcileTrigger, JobTriggerArgs
 
-    key = {"dag_id": spec["dag_id"], "task_id": job["task_id"], "run_id": spec["run_id"]}
+    key = {"dag_id": job["dag_id"], "task_id": job["task_id"], "run_id": spec["runs"][job["dag_id"]]}
     return JobReconcileTrigger(JobTriggerArgs(kind="BroadcastJob", namespace=spec["namespace"],
                                               record_name=job["record_name"], uid=job["uid"],
                                               options=options_for("BroadcastJob"), task_key=key))  # type: ignore
@@ -38,32 +40,42 @@ def _floor_trigger() -> Any:
 
 
 def defer(spec: dict[str, Any]) -> int:
-    from airflow.models.taskinstance import TaskInstance
-    from airflow.models.trigger import Trigger
-    from airflow.sdk.serde import serialize
     from airflow.utils.session import create_session
-    from airflow.utils.state import TaskInstanceState
-    from sqlalchemy import update
 
     from benchmarks.lag_probe import LagProbeTrigger
 
-    items = [(job["task_id"], _floor_trigger() if spec.get("floor") else _trigger(job, spec)) for job in spec["jobs"]]
+    items = [(job["dag_id"], job["task_id"], _floor_trigger() if spec.get("floor") else _trigger(job, spec))
+             for job in spec["jobs"]]
     if spec.get("probe"):
         probe = spec["probe"]
-        items.append((probe["task_id"], LagProbeTrigger(probe["path"], probe["stop_path"])))
-    with create_session() as session:
-        for task_id, trigger in items:
-            classpath, kwargs = trigger.serialize()
-            row = Trigger(classpath=classpath, kwargs={})
-            row.encrypted_kwargs = json.dumps(serialize(kwargs))
-            session.add(row)
-            session.flush()
-            session.execute(update(TaskInstance).where(
-                TaskInstance.dag_id == spec["dag_id"], TaskInstance.run_id == spec["run_id"],
-                TaskInstance.task_id == task_id, TaskInstance.map_index == -1,
-            ).values(state=TaskInstanceState.DEFERRED, trigger_id=row.id, next_method="execute_complete",
-                     next_kwargs={}, trigger_timeout=None))
+        items.append((probe["dag_id"], probe["task_id"], LagProbeTrigger(probe["path"], probe["stop_path"])))
+    chunk, pause = int(spec.get("chunk") or len(items) or 1), float(spec.get("pause", 0.0))
+    for first in range(0, len(items), chunk):
+        if first:
+            time.sleep(pause)
+        with create_session() as session:  # one commit per chunk: the triggerer sees the chunk arrive at once
+            _store(session, items[first:first + chunk], spec["runs"])
     return len(items)
+
+
+def _store(session: Any, items: list[tuple[str, str, Any]], runs: dict[str, str]) -> None:
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.models.trigger import Trigger
+    from airflow.sdk.serde import serialize
+    from airflow.utils.state import TaskInstanceState
+    from sqlalchemy import update
+
+    for dag_id, task_id, trigger in items:
+        classpath, kwargs = trigger.serialize()
+        row = Trigger(classpath=classpath, kwargs={})
+        row.encrypted_kwargs = json.dumps(serialize(kwargs))
+        session.add(row)
+        session.flush()
+        session.execute(update(TaskInstance).where(
+            TaskInstance.dag_id == dag_id, TaskInstance.run_id == runs[dag_id],
+            TaskInstance.task_id == task_id, TaskInstance.map_index == -1,
+        ).values(state=TaskInstanceState.DEFERRED, trigger_id=row.id, next_method="execute_complete",
+                 next_kwargs={}, trigger_timeout=None))
 
 
 if __name__ == "__main__":

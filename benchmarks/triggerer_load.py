@@ -1,7 +1,7 @@
 """Many idle BroadcastJobs in ONE real `airflow triggerer` process: loop lag, blocked warnings, RSS, requests.
 
-A real stack (api-server, dag-processor, triggerer; no scheduler, so nothing else competes) parses a DAG
-with one BroadcastJobOperator task per job. One DAG run is created through the REST API; the benchmark
+A real stack (api-server, dag-processor, triggerer; no scheduler, so nothing else competes) parses DAGs
+with one BroadcastJobOperator task per job, 50 per DAG. A run of each is created through the REST API; the benchmark
 writes each job's record (as the operator does before it defers) and defers the task instances onto the
 provider's JobReconcileTrigger (`benchmarks/defer_rows.py`, as the execution API does). Each job
 covers one node and its pod stays Running, so once every pod runs the jobs are idle. At each job count
@@ -29,6 +29,9 @@ from devcluster.airflow_env import AirflowEnv
 from devcluster.airflow_stack import AirflowStack, StackSettings
 
 HOME = REPO_ROOT / ".airflow-bench" / "triggerer"
+PER_DAG = 50  # jobs per DAG (idle_dags/bench_idle.py says why the jobs are spread over DAGs)
+PROBE_DAG = "bench_idle_probe"
+ARRIVAL_CHUNK, ARRIVAL_PAUSE = 50, 1.0  # jobs defer 50 at a time, a second apart, as DAG runs start over time
 BLOCKED = "async thread was blocked"
 
 
@@ -69,6 +72,10 @@ async def _submit(kubeconfig: str, namespace: str, label: str, names: list[str])
         await kube.close()
 
 
+def _dag_of(job: int) -> str:
+    return f"bench_idle_{job // PER_DAG:03d}"
+
+
 def _running_pods(core: Any, namespace: str) -> int:
     return sum(1 for p in core.list_namespaced_pod(namespace).items if p.status.phase == "Running")
 
@@ -81,20 +88,22 @@ class Load:
         self.core = core_api(kubeconfig)
         self.probe = stack.airflow_env.home / "probe.jsonl"
         self.stop_file = stack.airflow_env.home / "probe.stop"
-        self.run_id = ""
+        self.runs: dict[str, str] = {}  # DAG id → its run's id
         self.jobs = 0
 
-    def begin(self) -> None:
-        self.stack.wait_for_dag("bench_idle", timeout=600)
-        run = self.stack.api("POST", "/api/v2/dags/bench_idle/dagRuns", {"logical_date": None})
-        self.run_id = run["dag_run_id"]
+    def begin(self, jobs: int) -> None:
+        """Wait until every DAG is parsed, start one run of each, and defer the probe."""
+        for dag_id in (PROBE_DAG, *dict.fromkeys(_dag_of(i) for i in range(jobs))):
+            self.stack.wait_for_dag(dag_id, timeout=600)
+            self.runs[dag_id] = self.stack.api("POST", f"/api/v2/dags/{dag_id}/dagRuns",
+                                               {"logical_date": None})["dag_run_id"]
         self._defer([], probe=True)
 
     def _defer(self, jobs: list[dict[str, str]], probe: bool = False, floor: bool = False) -> None:
-        spec = {"dag_id": "bench_idle", "run_id": self.run_id, "namespace": self.namespace, "jobs": jobs,
-                "floor": floor,
-                "probe": {"task_id": "lag_probe", "path": str(self.probe), "stop_path": str(self.stop_file)}
-                if probe else None}
+        spec = {"runs": self.runs, "namespace": self.namespace, "jobs": jobs, "floor": floor,
+                "chunk": ARRIVAL_CHUNK, "pause": ARRIVAL_PAUSE,
+                "probe": {"dag_id": PROBE_DAG, "task_id": "lag_probe", "path": str(self.probe),
+                          "stop_path": str(self.stop_file)} if probe else None}
         path = self.stack.airflow_env.home / "defer.json"
         path.write_text(json.dumps(spec))
         subprocess.run([sys.executable, "-m", "benchmarks.defer_rows", str(path)], env=self.stack.env,
@@ -104,7 +113,8 @@ class Load:
         """Add jobs up to `count`, wait until every job's pod runs; returns the seconds it took."""
         t0 = time.monotonic()
         names = [f"job_{i:05d}" for i in range(self.jobs, count)]
-        jobs = asyncio.run(_submit(self.kubeconfig, self.namespace, self.label, names))
+        jobs = [{**job, "dag_id": _dag_of(i)} for i, job in enumerate(
+            asyncio.run(_submit(self.kubeconfig, self.namespace, self.label, names)), start=self.jobs)]
         self._defer(jobs)
         self.jobs = count
         deadline = time.monotonic() + timeout
@@ -116,7 +126,7 @@ class Load:
 
     def grow_floor(self, count: int) -> None:
         """Add Airflow DateTimeTriggers up to `count`: nothing to create in the cluster, nothing to wait for."""
-        self._defer([{"task_id": f"job_{i:05d}"} for i in range(self.jobs, count)], floor=True)
+        self._defer([{"task_id": f"job_{i:05d}", "dag_id": _dag_of(i)} for i in range(self.jobs, count)], floor=True)
         self.jobs = count
 
     def measure(self, window: float) -> dict[str, Any]:
@@ -176,13 +186,14 @@ def _bench(kubeconfig: str, counts: list[int], window: float, settle: float, flo
     namespace = new_namespace(core, "bench-idle")
     env = AirflowEnv.create(HOME, REPO_ROOT / "benchmarks" / "idle_dags", kubeconfig)
     settings = StackSettings(triggerer_heartbeat_seconds=5, triggerer_health_check_threshold=60, extra_env={
-        "BENCH_IDLE_TASKS": str(max(counts)), "AIRFLOW__TRIGGERER__CAPACITY": str(max(counts) + 10),
+        "BENCH_IDLE_TASKS": str(max(counts)), "BENCH_IDLE_PER_DAG": str(PER_DAG),
+        "AIRFLOW__TRIGGERER__CAPACITY": str(max(counts) + 10),
         "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "600", "AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT": "600"})
     steps: list[dict[str, Any]] = []
     with node_pool(kubeconfig, 1, label, pods_per_node=max(counts) + 50) as (_, pool_seconds), \
             AirflowStack(env, components=("api-server", "dag-processor", "triggerer"), settings=settings) as stack:
         load = Load(stack, kubeconfig, namespace, label)
-        load.begin()
+        load.begin(max(counts))
         time.sleep(settle)
         steps.append(load.measure(window))
         print(f"[triggerer] {steps[-1]}", flush=True)
