@@ -119,7 +119,10 @@ def _median_ms(ordered: list[float]) -> float:
 def _triggerer(result: dict[str, Any]) -> list[str]:
     lines = ["## Idle jobs in one real triggerer", "",
              "One `airflow triggerer` process runs every job's JobReconcileTrigger (each job one node, its pod "
-             "Running) plus a probe trigger that samples the loop with the provider's LoopLag. Each step is "
+             "Running) plus a probe trigger that samples the loop with the provider's LoopLag. The jobs are tasks "
+             "of DAGs of 50 tasks and defer 50 at a time, a second apart (Airflow's triggerer supervisor "
+             "deserializes a trigger's whole DAG for every new trigger, so one 1,000-task DAG would make "
+             "Airflow's own start-up quadratic). Each step is "
              f"measured over {result['steps'][0]['window_seconds']} s once every pod runs.", "",
              "| jobs | loop lag p50 / p99 / max (ms) | blocked warnings (window) | triggerer RSS (MiB) "
              "| trigger runner RSS (MiB) | provider API requests/s | seconds to all Running |",
