@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import logging
 import queue
 import threading
@@ -23,45 +24,29 @@ from airflow_broadcast.triggers.progress import TaskLog
 log = logging.getLogger(__name__)
 DRAIN_TIMEOUT_SECONDS = 2.0
 
-_Line = tuple[contextvars.Context, Callable[..., object], str, tuple[Any, ...]]
-_Marker = tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]
-
 
 class _Writer:
-    """The process's writer thread and its queue (started on the first line)."""
+    """The process's writer thread and its queue of steps, run in order (started on the first one)."""
 
     def __init__(self) -> None:
-        self.lines: queue.SimpleQueue[_Line | _Marker] = queue.SimpleQueue()
+        self.steps: queue.SimpleQueue[Callable[[], object]] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def put(self, item: _Line | _Marker) -> None:
+    def put(self, step: Callable[[], object]) -> None:
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="airflow-broadcast-task-log", daemon=True)
                 self._thread.start()
-        self.lines.put(item)
+        self.steps.put(step)
 
     def _run(self) -> None:
         while True:
-            item = self.lines.get()
-            if len(item) == 2:
-                loop, done = item
-                try:
-                    loop.call_soon_threadsafe(_resolve, done)
-                except RuntimeError:  # that loop is closed: nobody waits any more
-                    pass
-                continue
-            context, method, msg, args = item
+            step = self.steps.get()
             try:
-                context.run(method, msg, *args)
-            except Exception:  # a broken sink loses the line, never the writer
+                step()
+            except Exception:  # a broken sink loses that line, never the writer
                 log.exception("could not write a task log line")
-
-
-def _resolve(done: asyncio.Future[None]) -> None:
-    if not done.done():
-        done.set_result(None)
 
 
 _writer = _Writer()
@@ -74,7 +59,7 @@ class OffLoopLog:
         self.target = target
 
     def _queue(self, method: Callable[..., object], msg: str, args: tuple[Any, ...]) -> None:
-        _writer.put((contextvars.copy_context(), method, msg, args))
+        _writer.put(functools.partial(contextvars.copy_context().run, method, msg, *args))
 
     def info(self, msg: str, /, *args: Any) -> None:
         self._queue(self.target.info, msg, args)
@@ -92,9 +77,19 @@ class OffLoopLog:
         """
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
-        _writer.put((loop, done))
-        try:
-            await asyncio.wait_for(asyncio.shield(done), timeout)
-        except TimeoutError:
-            return False
-        return True
+        _writer.put(functools.partial(_signal, loop, done))
+        await asyncio.wait([done], timeout=timeout)
+        return done.done()
+
+
+def _signal(loop: asyncio.AbstractEventLoop, done: asyncio.Future[None]) -> None:
+    """In the writer thread: every line queued before this step is written."""
+    try:
+        loop.call_soon_threadsafe(_resolve, done)
+    except RuntimeError:  # that loop is closed: nobody waits any more
+        pass
+
+
+def _resolve(done: asyncio.Future[None]) -> None:
+    if not done.done():
+        done.set_result(None)
