@@ -78,11 +78,12 @@ async def raw_client(kubeconfig: str, qps: float = 0.0, burst: int = 1) -> Any:
     from kubernetes_asyncio import client as async_client
     from kubernetes_asyncio import config as async_config
 
+    from airflow_broadcast.cluster.http_session import api_client_for
     from airflow_broadcast.cluster.kube_client import KubeClient
 
     cfg = async_client.Configuration()
     await async_config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
-    return KubeClient(async_client.ApiClient(configuration=cfg), qps=qps, burst=burst)
+    return KubeClient(api_client_for(cfg), qps=qps, burst=burst)
 
 
 def _command(*args: str) -> str:

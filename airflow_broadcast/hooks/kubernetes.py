@@ -8,6 +8,7 @@ from typing import Any
 
 from airflow.providers.common.compat.connection import get_async_connection, get_async_extra_dejson
 
+from airflow_broadcast.cluster.http_session import api_client_for
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.shared_clients import shared_client
 from airflow_broadcast.config import Settings, current_settings
@@ -71,7 +72,7 @@ class BroadcastKubernetesHook(BaseHook):
         if loader is not None:
             refresher = CredentialRefresher(source, loader, self.settings.credential_refresh_seconds)
             configuration.refresh_api_key_hook = refresher
-        return async_client.ApiClient(configuration=configuration)
+        return api_client_for(configuration)
 
     async def default_namespace(self) -> str:
         """The connection's namespace, else `default`."""

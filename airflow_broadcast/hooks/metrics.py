@@ -13,11 +13,13 @@ unless the trigger has said that this process is a triggerer. Airflow 3.1 has on
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from airflow_broadcast.cluster import job_metrics
+from airflow_broadcast.hooks.off_loop_writer import writer
 
 PREFIX = "airflow_broadcast"
 WORKER_STATS = "airflow.sdk.observability.stats"
@@ -53,8 +55,16 @@ def stat_name(metric: str, tags: Mapping[str, str]) -> str:
     return f"{PREFIX}.{tags.get('framework', 'job')}.{metric}"
 
 
-def airflow_stats_sink(metric: str, amount: int, tags: Mapping[str, str]) -> None:
+def _incr(metric: str, amount: int, tags: Mapping[str, str]) -> None:
     airflow_stats().incr(stat_name(metric, tags), amount, tags=dict(tags))
+
+
+def airflow_stats_sink(metric: str, amount: int, tags: Mapping[str, str]) -> None:
+    """In the triggerer the count leaves the shared loop: the first one reads Airflow's metrics registry from disk."""
+    if _in_triggerer:
+        writer.put(functools.partial(_incr, metric, amount, dict(tags)))
+    else:
+        _incr(metric, amount, tags)
 
 
 def install_airflow_metrics() -> None:

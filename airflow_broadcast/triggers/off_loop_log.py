@@ -4,8 +4,8 @@ In the triggerer, a trigger's log line is a blocking write to a socket that the 
 supervisor drains. While the supervisor is busy (it deserializes each new trigger's DAG, for
 example), the socket fills and every log call stalls the whole event loop, with every trigger
 on it. Lines are queued instead, each with the caller's context (Airflow routes a line to its
-task's log by the context variables the triggerer binds), and one daemon thread per process
-writes them in order.
+task's log by the context variables the triggerer binds), and the process's writer thread
+(`hooks/off_loop_writer.py`) writes them in order.
 """
 
 from __future__ import annotations
@@ -13,43 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import logging
-import queue
-import threading
 from collections.abc import Callable
 from typing import Any
 
+from airflow_broadcast.hooks.off_loop_writer import writer as _writer
 from airflow_broadcast.triggers.progress import TaskLog
 
-log = logging.getLogger(__name__)
 DRAIN_TIMEOUT_SECONDS = 2.0
-
-
-class _Writer:
-    """The process's writer thread and its queue of steps, run in order (started on the first one)."""
-
-    def __init__(self) -> None:
-        self.steps: queue.SimpleQueue[Callable[[], object]] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def put(self, step: Callable[[], object]) -> None:
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="airflow-broadcast-task-log", daemon=True)
-                self._thread.start()
-        self.steps.put(step)
-
-    def _run(self) -> None:
-        while True:
-            step = self.steps.get()
-            try:
-                step()
-            except Exception:  # a broken sink loses that line, never the writer
-                log.exception("could not write a task log line")
-
-
-_writer = _Writer()
 
 
 class OffLoopLog:

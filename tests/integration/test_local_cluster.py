@@ -12,6 +12,7 @@ from kubernetes_asyncio import config as async_config
 from support.waits import wait_for_pod_phase
 
 from airflow_broadcast.cluster.api_errors import Forbidden, Invalid
+from airflow_broadcast.cluster.http_session import api_client_for
 from airflow_broadcast.cluster.kube_client import KubeClient
 
 SIM = "sim.airflow-broadcast.io"
@@ -20,7 +21,7 @@ SIM = "sim.airflow-broadcast.io"
 async def _client(kubeconfig: str) -> KubeClient:
     cfg = async_client.Configuration()
     await async_config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
-    return KubeClient(async_client.ApiClient(configuration=cfg))
+    return KubeClient(api_client_for(cfg))
 
 
 def _pod(name: str, node: str | None = None, annotations: dict[str, str] | None = None,

@@ -16,6 +16,7 @@ from kubernetes import client
 from kubernetes_asyncio import client as async_client
 from kubernetes_asyncio import config as async_config
 
+from airflow_broadcast.cluster.http_session import api_client_for
 from airflow_broadcast.cluster.informers import stop_informers
 from airflow_broadcast.cluster.job_records import record_name
 from airflow_broadcast.cluster.job_submission import submit_job
@@ -32,7 +33,7 @@ T = TypeVar("T")
 async def kube_client(kubeconfig: str) -> KubeClient:
     cfg = async_client.Configuration()
     await async_config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
-    return KubeClient(async_client.ApiClient(configuration=cfg), qps=200, burst=400)
+    return KubeClient(api_client_for(cfg), qps=200, burst=400)
 
 
 @dataclass

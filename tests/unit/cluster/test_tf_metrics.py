@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -13,6 +14,7 @@ from airflow_broadcast.cluster import job_metrics
 from airflow_broadcast.cluster.job_events import EventRecorder
 from airflow_broadcast.cluster.plan_executor import PlanExecutor
 from airflow_broadcast.hooks import metrics as airflow_metrics
+from airflow_broadcast.hooks.off_loop_writer import writer
 from airflow_broadcast.reconcilers.plan import JobEvent, Plan
 
 RECORD = {"metadata": {"name": "tfjob-x", "namespace": "ns", "uid": "u", "resourceVersion": "1"}, "data": {}}
@@ -39,14 +41,19 @@ def recorder() -> Iterator[Recorder]:
                                                      (True, airflow_metrics.TRIGGERER_STATS)])
 def test_M8_counters_go_to_airflow_stats_named_and_tagged_like_upstream(monkeypatch: pytest.MonkeyPatch,
                                                                         in_triggerer: bool, target: str) -> None:
-    """Through Airflow's public stats modules: the Task SDK's on a worker, core's in a triggerer."""
+    """Through Airflow's public stats modules: the Task SDK's on a worker, core's in a triggerer.
+
+    In the triggerer the writer thread sends them, never the caller (the shared loop).
+    """
     sent: dict[str, list[tuple[str, int, dict[str, str]]]] = {}
+    threads: set[str] = set()
     for module in (airflow_metrics.WORKER_STATS, airflow_metrics.TRIGGERER_STATS):
         calls = sent.setdefault(module, [])
 
         def incr(stat: str, count: int | None = None, rate: float | None = None, *,
                  tags: dict[str, str] | None = None, calls: list[Any] = calls) -> None:
             calls.append((stat, count, dict(tags or {})))
+            threads.add(threading.current_thread().name)
 
         monkeypatch.setattr(importlib.import_module(module), "incr", incr)
     monkeypatch.setattr(airflow_metrics, "_in_triggerer", in_triggerer)
@@ -55,7 +62,9 @@ def test_M8_counters_go_to_airflow_stats_named_and_tagged_like_upstream(monkeypa
     job_metrics.count(job_metrics.JOBS_SUCCESSFUL, "TFJob", "ml")
     job_metrics.count(job_metrics.CREATED_PODS, "BroadcastJob", "ops", 3)
     job_metrics.count(job_metrics.DELETED_PODS, "TFJob", "ml", 0)
+    assert writer.flushed(10)
 
+    assert threads == {"airflow-broadcast-writer" if in_triggerer else threading.current_thread().name}
     assert sent.pop(target) == [
         ("airflow_broadcast.tensorflow.jobs_successful", 1, {"job_namespace": "ml", "framework": "tensorflow"}),
         ("airflow_broadcast.broadcastjob.created_pods", 3, {"job_namespace": "ops", "framework": "broadcastjob"}),

@@ -1,0 +1,48 @@
+"""One writer thread per process for the blocking writes a trigger makes to Airflow: log lines and metrics.
+
+In the triggerer every trigger shares one event loop, and a write that blocks (a task-log line to a
+socket the supervisor has stopped draining, the stats registry read from disk on first use) stalls
+them all. Such writes are queued as steps instead, and one daemon thread runs them in order.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+
+class OffLoopWriter:
+    """The process's writer thread and its queue of steps, run in order (started on the first one)."""
+
+    def __init__(self) -> None:
+        self.steps: queue.SimpleQueue[Callable[[], object]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def put(self, step: Callable[[], object]) -> None:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="airflow-broadcast-writer", daemon=True)
+                self._thread.start()
+        self.steps.put(step)
+
+    def flushed(self, timeout: float) -> bool:
+        """Block until every step queued so far has run; False after `timeout`. Never call it on the loop."""
+        done = threading.Event()
+        self.put(done.set)
+        return done.wait(timeout)
+
+    def _run(self) -> None:
+        while True:
+            step = self.steps.get()
+            try:
+                step()
+            except Exception:  # a broken sink loses that write, never the writer
+                log.exception("a write to Airflow failed")
+
+
+writer = OffLoopWriter()
