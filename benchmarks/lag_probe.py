@@ -3,7 +3,9 @@
 It runs next to the provider's triggers in the same `airflow triggerer` loop, samples the wake-up
 delay with the provider's own LoopLag, and every `flush_seconds` appends one JSON line to `path`:
 the time, the new lag samples, and the API requests the provider's shared clients on this loop have
-sent so far. It ends (one event) when `stop_path` exists.
+sent so far, and the garbage collections that paused the process for 0.1 s or more (when, which
+generation, how long): a stall the triggerer warns about that matches one of them is the collector's,
+not a trigger's. It ends (one event) when `stop_path` exists.
 
 With BENCH_TRACEMALLOC_DIR set, it traces allocations from its start and, when the benchmark leaves
 `<dir>/<step>.request`, dumps a snapshot to `<dir>/<step>.dump`: the difference of two steps says
@@ -13,6 +15,7 @@ where the memory of the jobs added between them went (`python -m benchmarks.memo
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import time
@@ -39,6 +42,25 @@ def rss_kib() -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
+
+
+GC_REPORTED_SECONDS = 0.1
+
+
+class GcPauses:
+    """Collections of the whole process that took GC_REPORTED_SECONDS or more: (end time, generation, seconds)."""
+
+    def __init__(self) -> None:
+        self.pauses: list[tuple[float, int, float]] = []
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        took = time.perf_counter() - self._started
+        if took >= GC_REPORTED_SECONDS:
+            self.pauses.append((round(time.time(), 3), int(info.get("generation", -1)), round(took, 3)))
 
 
 class LagProbeTrigger(BaseTrigger):
@@ -70,16 +92,19 @@ class LagProbeTrigger(BaseTrigger):
             tracemalloc.start(12)
         lag = LoopLag()
         sampler = asyncio.get_running_loop().create_task(lag.run())
-        written = 0
+        collections = GcPauses()
+        gc.callbacks.append(collections)
+        written = gc_written = 0
         try:
             while not await asyncio.to_thread(os.path.exists, self.stop_path):
                 await asyncio.sleep(self.flush_seconds)
                 line = {"t": time.time(), "lag": lag.samples[written:], "requests": provider_requests(),
-                        "runner_rss_kib": rss_kib(), "pid": os.getpid()}
-                written = len(lag.samples)
+                        "runner_rss_kib": rss_kib(), "pid": os.getpid(), "gc": collections.pauses[gc_written:]}
+                written, gc_written = len(lag.samples), len(collections.pauses)
                 await asyncio.to_thread(self._append, json.dumps(line) + "\n")
                 if traced:
                     self._snapshots(traced)
         finally:
+            gc.callbacks.remove(collections)
             sampler.cancel()
         yield TriggerEvent({"samples": written})

@@ -15,11 +15,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -212,9 +214,35 @@ def _bench(kubeconfig: str, counts: list[int], window: float, settle: float, flo
         blocked_total = triggerer.log.read_text(errors="replace").count(BLOCKED)
         kept = HOME.with_name(f"triggerer-{'floor' if floor else 'provider'}.log")  # the next run replaces HOME
         shutil.copyfile(triggerer.log, kept)
+        collections = gc_summary(triggerer.log.read_text(errors="replace"), load.probe)
     core.delete_namespace(namespace)
     return {"benchmark": "triggerer_idle_jobs", "counts": counts, "pool_seconds": round(pool_seconds, 1),
-            "steps": steps, "blocked_warnings_total": blocked_total, **_derived(steps)}
+            "steps": steps, "blocked_warnings_total": blocked_total, **collections, **_derived(steps)}
+
+
+def blocked_warnings(log_text: str) -> list[tuple[float, float]]:
+    """(when logged, seconds blocked) of each "async thread was blocked" line of a triggerer log."""
+    found = []
+    for match in re.finditer(r"^(\S+Z) .*?async thread was blocked for ([0-9.]+) seconds", log_text, re.M):
+        when = datetime.fromisoformat(match.group(1).replace("Z", "+00:00")).timestamp()
+        found.append((when, float(match.group(2))))
+    return found
+
+
+def gc_summary(log_text: str, probe: Path) -> dict[str, Any]:
+    """The collector's long pauses in the trigger runner, and how many blocked warnings one of them explains.
+
+    The watchdog logs a block once it ends, so a pause explains a warning when it ended inside that block.
+    """
+    lines = [json.loads(x) for x in probe.read_text().splitlines()] if probe.exists() else []
+    pauses = [tuple(p) for x in lines for p in x.get("gc", [])]
+    warnings = blocked_warnings(log_text)
+    explained = sum(1 for when, took in warnings
+                    if any(when - took - 0.15 <= end <= when + 0.05 for end, _, _ in pauses))
+    return {"gc_pauses_over_0_1s": len(pauses), "gc_pauses_over_0_2s": sum(1 for p in pauses if p[2] > 0.2),
+            "gc_max_pause_seconds": max((p[2] for p in pauses), default=0.0),
+            "gc_full_collections_over_0_1s": sum(1 for p in pauses if p[1] == 2),
+            "blocked_warnings_during_gc": explained}
 
 
 def _derived(steps: list[dict[str, Any]]) -> dict[str, Any]:
