@@ -137,8 +137,8 @@ def _triggerer(result: dict[str, Any]) -> list[str]:
               f"{_fmt(result.get('rss_kib_per_idle_job'), ' KiB')} for the whole triggerer (its supervisor and its "
               f"trigger runner), {_fmt(result.get('runner_rss_kib_per_idle_job'), ' KiB')} in the trigger runner "
               "process, where the triggers and the provider's code run. \"Triggerer's async thread was blocked\" "
-              f"warnings over the whole run, job start-up included: {result['blocked_warnings_total']}.", "",
-              "![loop lag against job count](img/perf-loop-lag-vs-jobs.png)", ""]
+              f"warnings over the whole run, job start-up included: {result['blocked_warnings_total']}.{_gc(result)}",
+              "", "![loop lag against job count](img/perf-loop-lag-vs-jobs.png)", ""]
     floor = result.get("floor")
     if floor:
         lines += ["Comparator, run next in a fresh triggerer: the same counts of Airflow's own `DateTimeTrigger` "
@@ -146,7 +146,7 @@ def _triggerer(result: dict[str, Any]) -> list[str]:
                   f"{_fmt(floor.get('rss_kib_per_idle_job'), ' KiB')} for the whole triggerer, "
                   f"{_fmt(floor.get('runner_rss_kib_per_idle_job'), ' KiB')} in the trigger runner; loop lag p99 by "
                   f"count (ms): {floor.get('loop_lag_p99_ms_by_jobs')}; blocked warnings over the run: "
-                  f"{floor.get('blocked_warnings_total')}.", ""]
+                  f"{floor.get('blocked_warnings_total')}.{_gc(floor)}", ""]
         ours, base = result.get("runner_rss_kib_per_idle_job"), floor.get("runner_rss_kib_per_idle_job")
         if ours is not None and base is not None:
             share = _fmt(round(ours - base, 1), " KiB")
@@ -197,3 +197,12 @@ def render() -> str:
 def write(path: Path = DOC) -> Path:
     path.write_text(render())
     return path
+
+
+def _gc(result: dict[str, Any]) -> str:
+    """What the trigger runner's long garbage collections explain (results from before the probe had none)."""
+    if "blocked_warnings_during_gc" not in result:
+        return ""
+    return (f" Garbage collections of 0.2 s or more in the trigger runner: {result['gc_pauses_over_0_2s']} (longest "
+            f"{result['gc_max_pause_seconds']} s); blocked warnings that one of them explains: "
+            f"{result['blocked_warnings_during_gc']}.")

@@ -57,3 +57,5 @@ def test_idle_jobs_in_a_real_triggerer_are_measured(kubeconfig: str) -> None:
     assert result["rss_kib_per_idle_job"] is not None
     assert set(result["requests_per_second_by_jobs"]) == {0, 2, 4}
     assert isinstance(result["blocked_warnings_total"], int)
+    assert 0 <= result["blocked_warnings_during_gc"] <= result["blocked_warnings_total"]
+    assert 0 <= result["gc_pauses_over_0_2s"] <= result["gc_pauses_over_0_1s"]
