@@ -31,18 +31,22 @@ def coalesce_gap(since_start: float, took: float) -> float:
     return max(0.0, took + gap - since_start)
 
 
-async def wait_for_work(wake: asyncio.Event, timer_at: float | None, resync: float, broken: Callable[[], bool]) -> None:
+async def wait_for_work(wake: asyncio.Event, timer_at: float | None, resync: float, broken: Callable[[], bool],
+                        idle: Callable[[], None] = lambda: None) -> None:
     """Wait until a watched object changes, the plan's timer (monotonic `timer_at`) is due, or a full resync.
 
     A resync that finds nothing changed (no watch woke us: the caches, hence the pass, are as before)
     skips the pass, except every FULL_RESYNC_EVERY-th one, so that 1,000 idle jobs cost nearly nothing.
     Each resync is jittered, so that jobs started together do not all wake in the same instant.
+    `idle` runs once, at the first resync that finds nothing to do: the job has gone quiet.
     """
-    for _ in range(FULL_RESYNC_EVERY):
+    for turn in range(FULL_RESYNC_EVERY):
         left = None if timer_at is None else timer_at - time.monotonic()
         interval = resync * random.uniform(1 - RESYNC_JITTER, 1 + RESYNC_JITTER)
         if await wait_event(wake, earliest(left, interval)) or (left is not None and left <= interval) or broken():
             return
+        if turn == 0:
+            idle()
 
 
 async def wait_event(event: asyncio.Event, timeout: float | None) -> bool:

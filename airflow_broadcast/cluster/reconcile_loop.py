@@ -226,7 +226,8 @@ async def run_reconcile_loop(
             del plan, applied, startup, record  # an idle job keeps its cached record, not its last pass
             viewed = viewed if job_records.view_worth_keeping(raw) else None
             await wait_for_work(wake, None if timer is None else time.monotonic() + timer, resync,
-                                lambda: _permanent_watch_error(records, watched) is not None)
+                                lambda: _permanent_watch_error(records, watched) is not None,
+                                driver.kind.forget_parsed)
             await asyncio.sleep(coalesce_gap(time.monotonic() - started, took))
     finally:
         if feed is not None:

@@ -106,6 +106,10 @@ class JobKind(Protocol[ObservedT_contra, SummaryT]):
         """When activeDeadlineSeconds runs out (epoch), or None when no deadline runs now."""
         ...
 
+    def forget_parsed(self) -> None:
+        """Drop what the kind keeps between passes (the parsed spec): an idle job keeps only its record."""
+        ...
+
     def summary(self, record: JobRecord) -> SummaryT:
         """The XCom of the operator and the sensor."""
         ...

@@ -26,3 +26,7 @@ class SpecMemo(Generic[S]):
         spec = parse()
         self._slot = (manifest, namespace, spec)
         return spec
+
+    def forget(self) -> None:
+        """Empty the slot; the next pass parses again."""
+        self._slot = None

@@ -129,6 +129,9 @@ class BroadcastJobKind:
             1 for n in (status.get("nodes") or {}).values() if n.get("phase") in TERMINAL)
         return desired > 0 and done >= desired and int(status.get("active", 0)) == 0
 
+    def forget_parsed(self) -> None:
+        self.specs.forget()
+
     def active_deadline(self, record: JobRecord, now: float) -> float | None:
         """A paused job has not started its clock (validation keeps deadlines off `Never` jobs)."""
         seconds = spec_section(record.manifest, "completionPolicy").get("activeDeadlineSeconds")

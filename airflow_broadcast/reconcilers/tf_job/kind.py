@@ -117,6 +117,9 @@ class TFJobKind:
     def settled(self, record: JobRecord) -> bool:
         return False
 
+    def forget_parsed(self) -> None:
+        self.specs.forget()
+
     def active_deadline(self, record: JobRecord, now: float) -> float | None:
         """A suspended job has no clock running: resuming resets startTime."""
         policy = spec_section(record.manifest, "runPolicy")

@@ -1,4 +1,5 @@
-"""What an idle job holds while it waits: its cached record, not a parsed view of it (1,000 jobs per triggerer)."""
+"""What an idle job holds while it waits: its cached record, not a parsed view of it nor its parsed spec
+(1,000 jobs per triggerer)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,12 @@ from support import bcj_builders
 from support.fake_engine import NAMESPACE, fake_engine
 
 from airflow_broadcast.reconcilers.observed import JobRecord
+from airflow_broadcast.specs.broadcast_job.spec import BroadcastJobSpec
+
+
+def specs_named(name: str) -> list[BroadcastJobSpec]:
+    gc.collect()
+    return [o for o in gc.get_objects() if type(o) is BroadcastJobSpec and o.name == name]
 
 
 def views_of(uid: str, besides: JobRecord) -> list[JobRecord]:
@@ -29,6 +36,7 @@ async def test_an_idle_job_with_a_small_status_keeps_no_parsed_view_of_its_recor
         await asyncio.sleep(0.1)  # the pass after the pod's update has gone back to waiting
 
         assert views_of(submission.uid, submission) == []
+        assert specs_named("idle") == [], "a quiet resync drops the parsed spec; the next pass parses again"
         assert not loop.done()
         env.fake.set_pod_phase(NAMESPACE, pod["metadata"]["name"], "Succeeded")
         outcome = await asyncio.wait_for(loop, 5)
