@@ -43,8 +43,19 @@ def test_a_finished_event_whose_writes_were_lost_is_caught_up_by_the_tasks_resum
     announced: list[LoopOutcome] = []
 
     async def until_announced(kube: KubeClient) -> None:
+        died = asyncio.Event()
+        send = kube._request_once
+
+        async def request_once(method: str, *args: Any) -> Any:
+            if died.is_set() and method != "GET":  # nothing leaves a dead process, however soon it is cancelled
+                await asyncio.Event().wait()
+            return await send(method, *args)
+
+        kube._request_once = request_once  # type: ignore[method-assign,assignment]
+
         def cut(outcome: LoopOutcome) -> None:  # the triggerer dies as the event goes out
             announced.append(outcome)
+            died.set()
             loop.cancel()
 
         loop = asyncio.get_running_loop().create_task(run_reconcile_loop(
