@@ -13,20 +13,40 @@ class Waker(Protocol):
     def set(self) -> None: ...
 
 
-class Subscribers(dict[str, set[Waker]]):
-    """Index value to its subscribers; a value nobody subscribes to any more is dropped."""
+class Subscribers(dict[str, "Waker | set[Waker]"]):
+    """Index value to its subscribers; a value nobody subscribes to any more is dropped.
+
+    A value with one subscriber (a job's own uid, its record's name) holds it directly: 1,000 idle
+    jobs would otherwise hold a one-element set (about 200 bytes) per subscription.
+    """
 
     def subscribe(self, index_value: str, waker: Waker) -> None:
-        self.setdefault(index_value, set()).add(waker)
+        held = self.get(index_value)
+        if held is None:
+            self[index_value] = waker
+        elif isinstance(held, set):
+            held.add(waker)
+        elif held is not waker:
+            self[index_value] = {held, waker}
 
     def unsubscribe(self, index_value: str, waker: Waker) -> None:
-        subscribers = self.get(index_value)
-        if subscribers is not None:
-            subscribers.discard(waker)
-            if not subscribers:
+        held = self.get(index_value)
+        if held is waker:
+            del self[index_value]
+        elif isinstance(held, set):
+            held.discard(waker)
+            if len(held) == 1:
+                self[index_value] = next(iter(held))
+            elif not held:
                 del self[index_value]
 
     def notify(self, index_value: str) -> None:
         for value in (index_value, ANY_KEY):
-            for waker in self.get(value, ()):
-                waker.set()
+            held = self.get(value)
+            if held is None:
+                continue
+            if isinstance(held, set):
+                for waker in held:
+                    waker.set()
+            else:
+                held.set()

@@ -16,6 +16,7 @@ from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.informers import Informer, shared_informer
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
+from airflow_broadcast.cluster.wake import Wake
 from airflow_broadcast.reconcilers.journal import ChangeTracker
 from airflow_broadcast.reconcilers.observed import PodInfo
 from airflow_broadcast.reconcilers.startup import StartupStall
@@ -97,7 +98,7 @@ class _Mark:
 
     __slots__ = ("dirty", "uid", "wake")
 
-    def __init__(self, dirty: set[str], uid: str, wake: asyncio.Event) -> None:
+    def __init__(self, dirty: set[str], uid: str, wake: Wake) -> None:
         self.dirty, self.uid, self.wake = dirty, uid, wake
 
     def set(self) -> None:
@@ -120,7 +121,7 @@ class JobWarnings:
         self._pods_by_uid: dict[str, PodInfo] = {}
         self._marks: dict[str, _Mark] = {}
         self._dirty: set[str] = set()
-        self._wake: asyncio.Event | None = None  # set while a feed listens
+        self._wake: Wake | None = None  # set while a feed listens
         self._blind = False
 
     def collect(self) -> list[JobWarning]:
@@ -208,7 +209,7 @@ class JobWarnings:
 
         It listens to the Warning events of the job's record and of each of its pods, not to the namespace's:
         an event about another job's pod wakes nobody here."""
-        wake = self._wake = asyncio.Event()
+        wake = self._wake = Wake()
         for uid in (self.uid, *self._pods_by_uid):
             self._listen(uid)
         self.pods.subscribe(self.uid, wake)

@@ -9,6 +9,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from airflow_broadcast.cluster.wake import Flag
 from airflow_broadcast.reconcilers.plan import Plan, earliest
 
 MIN_PASS_INTERVAL = 0.25  # the longest gap between passes that coalesces a burst of watch events
@@ -31,7 +32,7 @@ def coalesce_gap(since_start: float, took: float) -> float:
     return max(0.0, took + gap - since_start)
 
 
-async def wait_for_work(wake: asyncio.Event, timer_at: float | None, resync: float, broken: Callable[[], bool],
+async def wait_for_work(wake: Flag, timer_at: float | None, resync: float, broken: Callable[[], bool],
                         idle: Callable[[], None] = lambda: None) -> None:
     """Wait until a watched object changes, the plan's timer (monotonic `timer_at`) is due, or a full resync.
 
@@ -49,7 +50,7 @@ async def wait_for_work(wake: asyncio.Event, timer_at: float | None, resync: flo
             idle()
 
 
-async def wait_event(event: asyncio.Event, timeout: float | None) -> bool:
+async def wait_event(event: Flag, timeout: float | None) -> bool:
     """True when `event` was set, False when `timeout` passed first.
 
     `asyncio.timeout`, not `wait_for`: an idle job waits here, and `wait_for` would hold a Task

@@ -1,8 +1,7 @@
 """The engine shared by every job kind: observe → reconcile (pure) → apply, until the job is done.
 
-Level-triggered: each pass recomputes from the record and the watch caches, so a
-restarted or duplicated trigger simply carries on. Wake-ups come from watches
-(children, nodes, the record) and from timers the plan asks for (deadline, backoff).
+Level-triggered: each pass recomputes from the record and the watch caches, so a restarted or duplicated
+trigger simply carries on. Wake-ups come from watches (children, nodes, the record) and plan timers.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ from airflow_broadcast.cluster.kube_client import Backoff, JsonDict, KubeClient
 from airflow_broadcast.cluster.pass_pacing import ProgressWrites, coalesce_gap, pass_turn, wait_event, wait_for_work
 from airflow_broadcast.cluster.plan_executor import ApplyResult, ChildEventStyle, PlanExecutor
 from airflow_broadcast.cluster.record_parts import record_index
+from airflow_broadcast.cluster.wake import Wake
 from airflow_broadcast.reconcilers.kind import JobKind
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.reconcilers.plan import Plan, earliest
@@ -122,7 +122,7 @@ async def run_reconcile_loop(
     missing = await _sync_optional(watched)
     if missing is not None:
         return LoopOutcome(LoopReason.ERROR, None, missing)
-    wake, job_name, gone = asyncio.Event(), "", f"job record {namespace}/{record_name} (uid {uid}) is gone"
+    wake, job_name, gone = Wake(), "", f"job record {namespace}/{record_name} (uid {uid}) is gone"
     subscriptions: list[tuple[Informer[Any], str]] = [(watched.children, uid)]
     if watched.services is not None:
         subscriptions.append((watched.services, uid))

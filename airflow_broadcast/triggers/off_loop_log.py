@@ -28,17 +28,19 @@ class OffLoopLog:
     def __init__(self, target: TaskLog) -> None:
         self.target = target
 
-    def _queue(self, method: Callable[..., object], msg: str, args: tuple[Any, ...]) -> None:
-        _writer.put(functools.partial(contextvars.copy_context().run, method, msg, *args))
+    def _queue(self, level: str, msg: str, args: tuple[Any, ...]) -> None:
+        """The level's method is looked up in the writer thread: on Airflow's lazy logger each lookup binds anew."""
+        _writer.put(functools.partial(contextvars.copy_context().run, _write, self.target, level, msg, *args),
+                    log_line=True)
 
     def info(self, msg: str, /, *args: Any) -> None:
-        self._queue(self.target.info, msg, args)
+        self._queue("info", msg, args)
 
     def warning(self, msg: str, /, *args: Any) -> None:
-        self._queue(self.target.warning, msg, args)
+        self._queue("warning", msg, args)
 
     def error(self, msg: str, /, *args: Any) -> None:
-        self._queue(self.target.error, msg, args)
+        self._queue("error", msg, args)
 
     async def drained(self, timeout: float = DRAIN_TIMEOUT_SECONDS) -> bool:
         """Wait until every line queued so far is written (False if the sink is still stuck after `timeout`).
@@ -50,6 +52,11 @@ class OffLoopLog:
         _writer.put(functools.partial(_signal, loop, done))
         await asyncio.wait([done], timeout=timeout)
         return done.done()
+
+
+def _write(target: TaskLog, level: str, msg: str, *args: Any) -> None:
+    method: Callable[..., object] = getattr(target, level)
+    method(msg, *args)
 
 
 def _signal(loop: asyncio.AbstractEventLoop, done: asyncio.Future[None]) -> None:

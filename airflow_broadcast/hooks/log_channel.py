@@ -1,0 +1,85 @@
+"""Room in the socket that carries a process's structured logs to Airflow's supervisor.
+
+In the triggerer every log line leaves through one socket that the supervisor drains between
+its other work (it deserializes each new trigger's DAG, for example). Each line, however short,
+takes about 1.3 KB of the socket's send buffer, so some 160 lines fill it. When it is full, the
+next write blocks, and Airflow's own lines (such as "trigger … starting") are written on the
+event loop. The provider's writer thread therefore writes only while the socket is nearly
+empty, leaving the buffer to Airflow's lines while the supervisor is busy.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import stat
+import struct
+import termios
+import time
+from typing import Any
+
+HEADROOM = 0.875  # the share of the send buffer left free for Airflow's own lines
+POLL_SECONDS = 0.01
+MAX_HOLD_SECONDS = 5.0  # then the line is written anyway: never lost, at worst it blocks this thread
+
+
+class LogChannel:
+    """One socket's send queue: how full it is, and a wait until it has room."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        with socket.socket(fileno=os.dup(fd)) as sock:  # a duplicate: closing it leaves the channel open
+            self.capacity = sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+
+    def queued(self) -> int:
+        """Bytes in the send queue, as the kernel counts them against SO_SNDBUF."""
+        return int(struct.unpack("i", fcntl.ioctl(self.fd, termios.TIOCOUTQ, b"\0\0\0\0"))[0])
+
+    def wait_for_room(self, headroom: float = HEADROOM, limit: float = MAX_HOLD_SECONDS) -> float:
+        """Block (this thread) until the queue leaves `headroom` of the buffer free, at most `limit` seconds.
+
+        Returns the seconds waited.
+        """
+        started = time.monotonic()
+        ceiling = self.capacity * (1 - headroom)
+        while self.queued() > ceiling:
+            waited = time.monotonic() - started
+            if waited >= limit:
+                return waited
+            time.sleep(POLL_SECONDS)
+        return time.monotonic() - started
+
+
+_channel: tuple[int, LogChannel | None] | None = None  # (pid, channel): a forked child looks again
+
+
+def log_channel() -> LogChannel | None:
+    """The channel of this process's structured logs, when they go to a socket (the triggerer, a task)."""
+    global _channel  # noqa: PLW0603
+    pid = os.getpid()
+    if _channel is None or _channel[0] != pid:
+        _channel = (pid, _find_channel())
+    return _channel[1]
+
+
+def forget_channel() -> None:
+    """Look the channel up again on next use (logging was configured anew)."""
+    global _channel  # noqa: PLW0603
+    _channel = None
+
+
+def _find_channel() -> LogChannel | None:
+    try:
+        import structlog
+
+        factory = structlog.get_config()["logger_factory"]
+        output: Any = getattr(factory, "io", None) or getattr(factory, "_file", None)  # Airflow's, structlog's
+        fd = output.fileno() if output is not None else -1
+        if fd < 0 or not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            return None
+        channel = LogChannel(fd)
+        channel.queued()
+        return channel
+    except (ImportError, AttributeError, KeyError, OSError, ValueError):
+        return None
