@@ -72,7 +72,9 @@ def copy_document(source: Mapping[str, Any], what: str = "manifest") -> dict[str
     """A JSON-shaped deep copy, built in a loop within the manifest bounds (shared objects count at each use).
 
     Keys and short strings are interned: 1,000 jobs keep 1,000 parsed specs that repeat the same
-    "containers", "restartPolicy" and "busybox", and one copy of each serves them all.
+    "containers", "restartPolicy" and "busybox", and one copy of each serves them all. The values of
+    the top-level metadata (the job's name, its labels) are left alone: they belong to one job, and
+    interning them would only grow the process's intern table.
     """
     budget = Budget()
     root: dict[str, Any] = {}
@@ -80,6 +82,7 @@ def copy_document(source: Mapping[str, Any], what: str = "manifest") -> dict[str
     while pending:
         original, target, path, depth = pending.pop()
         in_object = isinstance(target, dict)
+        share_limit = 0 if path == "metadata" or path.startswith(("metadata.", "metadata[")) else SHARED_VALUE_CHARS
         values = size = 0
         values_left, size_left = budget.left()
         for key, value in original.items() if in_object else enumerate(original):
@@ -88,7 +91,7 @@ def copy_document(source: Mapping[str, Any], what: str = "manifest") -> dict[str
                     raise field_error(what, path, f"keys must be strings, not {type(key).__name__}")
                 values, size = values + 1, size + key_size(key)
             if type(value) is str:  # the common case, kept fast
-                copied: Any = sys.intern(value) if len(value) <= SHARED_VALUE_CHARS else value
+                copied: Any = sys.intern(value) if len(value) <= share_limit else value
                 size += json_size(value) + SEPARATOR
             elif isinstance(value, Mapping | list | tuple):
                 nested = item_path(path, key)

@@ -93,3 +93,18 @@ def test_nested_mappings_and_tuples_become_json_shapes() -> None:
     parsed = parse_manifest({"spec": MappingProxyType({"args": ("a", "b")})})
     assert parsed == {"spec": {"args": ["a", "b"]}}
     assert type(parsed["spec"]) is dict
+
+
+def test_shared_values_are_interned_but_the_jobs_own_metadata_is_not() -> None:
+    """Strings built at run time, as a parser builds them: identity shows what was interned."""
+    import sys
+
+    def fresh(text: str) -> str:
+        return "".join(list(text))
+
+    parsed = parse_manifest({"metadata": {"name": fresh("job-00417"), "labels": {"run": fresh("r-417")}},
+                             "spec": {"template": {"spec": {"containers": [{"image": fresh("busybox")}]}}}})
+    assert parsed["spec"]["template"]["spec"]["containers"][0]["image"] is sys.intern(fresh("busybox"))
+    assert parsed["metadata"]["name"] is not sys.intern(fresh("job-00417")), "one job's name: not interned"
+    assert parsed["metadata"]["labels"]["run"] is not sys.intern(fresh("r-417"))
+    assert parsed["metadata"]["name"] == "job-00417"
