@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -115,12 +116,16 @@ async def create_record(client: KubeClient, record: Mapping[str, Any]) -> JsonDi
 
 def cached_record(obj: JsonDict) -> JsonDict:
     """A record as the watch cache keeps it: without field-ownership bookkeeping, which an update that
-    omits it leaves as the server has it."""
+    omits it leaves as the server has it, and with the keys every record repeats shared (its manifest
+    and status stay the strings they are)."""
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
-        obj["metadata"] = shared_keys(meta)
-    return obj
+    for key in ("apiVersion", "kind"):
+        if isinstance(obj.get(key), str):
+            obj[key] = sys.intern(obj[key])
+    shared: JsonDict = shared_keys(obj)
+    return shared
 
 
 async def get_record(client: KubeClient, namespace: str, name: str) -> JsonDict | None:

@@ -141,7 +141,7 @@ class JobReconcileTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         args = self.args
         running_in_triggerer()
-        task_log = OffLoopLog(self.log)
+        task_log = OffLoopLog(type(self).logger())  # the class's logger: Airflow routes a line by its context
         try:
             settings = current_settings()
             client = await self._hook().kube_client()

@@ -2,7 +2,8 @@
 
 A real stack (api-server, scheduler, dag-processor, triggerer; LocalExecutor) runs the benchmark's
 BroadcastJob DAG in both modes, one run each. Both tasks succeed with the job's summary as their
-XCom; only the opted-in task says in its log that it ended in the triggerer.
+XCom; only the opted-in task says in its log that it ended in the triggerer. The job's progress lines,
+written by the provider's writer thread with one logger for every trigger, reach their own task's log.
 """
 
 from __future__ import annotations
@@ -42,10 +43,13 @@ def test_a_succeeded_job_ends_its_task_in_the_triggerer_with_the_same_xcom(kubec
             row = asyncio.run(_one(stack, kubeconfig, names, label, namespace, 300.0, dag))
             xcom = stack.api("GET", f"/api/v2/dags/{dag}/dagRuns/{row['run_id']}/taskInstances/bcj/"
                                     "xcomEntries/return_value?deserialize=true")
-            results[dag] = (row, xcom, _task_log(env.home, dag, row["run_id"]))
+            results[dag] = (row, xcom, _task_log(env.home, dag, row["run_id"]), namespace)
             core.delete_namespace(namespace)
-    for dag, (row, xcom, log) in results.items():
+    for dag, (row, xcom, log, namespace) in results.items():
         assert row["state"] == "success" and row["pods_succeeded"] == NODES, (dag, row)
         summary = xcom["value"]
         assert summary["phase"] == "completed" and summary["succeeded"] == NODES and summary["failed"] == 0, summary
         assert (ENDED_HERE in log) == (dag == DAG_ENDS_IN_TRIGGERER), (dag, log[-3000:])
+        others = [other for _, _, _, other in results.values() if other != namespace]
+        assert f"BroadcastJob {namespace}/" in log, ("the trigger's progress line is in its task's log", log[-3000:])
+        assert not any(f"BroadcastJob {other}/" in log for other in others), "and in no other task's log"

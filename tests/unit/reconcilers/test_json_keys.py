@@ -35,7 +35,8 @@ def test_cached_records_and_pods_share_their_metadata_keys() -> None:
 
     assert "managedFields" not in first["metadata"]
     assert first == second
-    assert all(a is b for a, b in zip(key_objects(first["metadata"]), key_objects(second["metadata"]), strict=True))
+    assert all(a is b for a, b in zip(key_objects(first), key_objects(second), strict=True)), "every key is shared"
+    assert first["data"]["status"] is not second["data"]["status"], "values are left alone"
     (label_a, label_b), (note_a, note_b) = ([next(iter(getattr(p, field))) for p in pods]
                                             for field in ("labels", "annotations"))
     assert label_a is label_b and note_a is note_b
