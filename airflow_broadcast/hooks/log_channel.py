@@ -4,14 +4,17 @@ In the triggerer every log line leaves through one socket that the supervisor dr
 its other work (it deserializes each new trigger's DAG, for example). Each line, however short,
 takes about 1.3 KB of the socket's send buffer, so some 160 lines fill it. When it is full, the
 next write blocks, and Airflow's own lines (such as "trigger … starting") are written on the
-event loop. The provider's writer thread therefore writes only while the socket is nearly
-empty, leaving the buffer to Airflow's lines while the supervisor is busy.
+event loop. The provider's writer thread therefore writes only while the socket is writable in
+the kernel's sense (a Unix socket's queue under a quarter of its buffer): it waits in poll(2) for
+that, leaving the buffer to Airflow's lines while the supervisor is busy.
 """
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import os
+import select
 import socket
 import stat
 import struct
@@ -19,8 +22,6 @@ import termios
 import time
 from typing import Any
 
-HEADROOM = 0.875  # the share of the send buffer left free for Airflow's own lines
-POLL_SECONDS = 0.01
 MAX_HOLD_SECONDS = 5.0  # then the line is written anyway: never lost, at worst it blocks this thread
 
 
@@ -36,18 +37,19 @@ class LogChannel:
         """Bytes in the send queue, as the kernel counts them against SO_SNDBUF."""
         return int(struct.unpack("i", fcntl.ioctl(self.fd, termios.TIOCOUTQ, b"\0\0\0\0"))[0])
 
-    def wait_for_room(self, headroom: float = HEADROOM, limit: float = MAX_HOLD_SECONDS) -> float:
-        """Block (this thread) until the queue leaves `headroom` of the buffer free, at most `limit` seconds.
-
-        Returns the seconds waited.
-        """
+    def wait_for_room(self, limit: float = MAX_HOLD_SECONDS) -> float:
+        """Block this thread until the socket is writable (its queue under a quarter of the buffer), at most
+        `limit` seconds; returns the seconds waited. Never on an event loop's thread: it would stall the loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise RuntimeError("wait_for_room blocks its thread; call it from the writer thread, not the event loop")
         started = time.monotonic()
-        ceiling = self.capacity * (1 - headroom)
-        while self.queued() > ceiling:
-            waited = time.monotonic() - started
-            if waited >= limit:
-                return waited
-            time.sleep(POLL_SECONDS)
+        poller = select.poll()
+        poller.register(self.fd, select.POLLOUT)
+        poller.poll(limit * 1000)
         return time.monotonic() - started
 
 

@@ -1,4 +1,4 @@
-"""The writer thread leaves the log socket to Airflow: a line waits while the socket is more than an eighth full."""
+"""The writer thread leaves the log socket to Airflow: a line waits while the socket is more than a quarter full."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
-from airflow_broadcast.hooks import log_channel as channel_module
 from airflow_broadcast.hooks.log_channel import LogChannel, forget_channel, log_channel
 from airflow_broadcast.hooks.off_loop_writer import OffLoopWriter
 
@@ -64,13 +63,13 @@ def test_the_queue_counts_each_small_line_at_more_than_its_size(pair: tuple[sock
     assert channel.queued() > len(LINE), "the kernel charges each write its buffer overhead"
 
 
-def test_wait_for_room_returns_at_once_with_room_and_waits_while_the_queue_is_over_an_eighth(
+def test_wait_for_room_returns_at_once_with_room_and_waits_while_the_queue_is_over_a_quarter(
         pair: tuple[socket.socket, socket.socket]) -> None:
     sender, reader = pair
     channel = LogChannel(sender.fileno())
     assert channel.wait_for_room() < 0.05
-    fill(sender, 0.3)
-    assert channel.wait_for_room(limit=0.2) >= 0.2, "over an eighth full: it waits, up to its limit"
+    fill(sender, 0.4)
+    assert channel.wait_for_room(limit=0.2) >= 0.2, "over a quarter full: it waits, up to its limit"
     threading.Timer(0.2, drain, args=(reader,)).start()
     waited = channel.wait_for_room(limit=5.0)
     assert 0.1 < waited < 4.0, "it returned once the reader drained the socket, not at its limit"
@@ -89,16 +88,19 @@ def test_the_channel_is_found_only_when_structured_logs_go_to_a_socket(
 
 
 def test_a_log_line_waits_for_room_while_other_steps_do_not(
-        logs_to: socket.socket, pair: tuple[socket.socket, socket.socket],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(channel_module, "POLL_SECONDS", 0.005)
-    fill(pair[0], 0.3)
+        logs_to: socket.socket, pair: tuple[socket.socket, socket.socket]) -> None:
+    fill(pair[0], 0.4)
     writer = OffLoopWriter()
     done: list[str] = []
     writer.put(lambda: done.append("metric"))
     assert writer.flushed(2.0) and done == ["metric"], "a step that is no log line runs at once"
     writer.put(lambda: done.append("line"), log_line=True)
     time.sleep(0.3)
-    assert done == ["metric"], "the line waits while the log socket is over an eighth full"
+    assert done == ["metric"], "the line waits while the log socket is over a quarter full"
     drain(logs_to)
     assert writer.flushed(5.0) and done == ["metric", "line"]
+
+
+async def test_waiting_for_room_on_an_event_loop_is_refused(pair: tuple[socket.socket, socket.socket]) -> None:
+    with pytest.raises(RuntimeError, match="not the event loop"):
+        LogChannel(pair[0].fileno()).wait_for_room(limit=0.01)
