@@ -93,6 +93,17 @@ def pods_by_node(engine: Engine, job: str) -> dict[str, list[Any]]:
     return result
 
 
+def delete_pod_now(core_api: Any, name: str, namespace: str) -> None:
+    """Delete a pod by hand with no grace period, so it is gone at once.
+
+    A graceful delete leaves the pod for kwok to remove, and kwok deletes it by name twice with no
+    UID precondition; when the job's replacement (same deterministic name) is created between the
+    two, kwok's second delete removes the replacement as well and the node's attempt count rightly
+    rises by two. A kubelet deletes with the UID, so this is the test harness's race, not the job's.
+    """
+    core_api.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+
+
 def events(engine: Engine, job: str) -> list[tuple[str, str, str]]:
     """(type, reason, message) of every event on the job record, in creation order."""
     items = sorted(engine.events(KIND, job), key=lambda e: int(e.metadata.resource_version))

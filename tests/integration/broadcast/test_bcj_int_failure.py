@@ -11,6 +11,7 @@ from bcj_cluster import (
     PAUSED_BY_POLICY,
     bcj,
     condition,
+    delete_pod_now,
     events,
     job_pods,
     pods_by_node,
@@ -142,7 +143,7 @@ def test_F11_deleting_the_failed_pod_resumes_a_paused_job_and_reruns_its_node(
     wait_status(engine, "f11", lambda s: s["phase"] == "paused", what="paused by the failure policy")
     (failed,) = pods_by_node(engine, "f11")[nodes[0]]
 
-    core_api.delete_namespaced_pod(failed.metadata.name, namespace)
+    delete_pod_now(core_api, failed.metadata.name, namespace)
 
     def rerun() -> Any:
         pods = pods_by_node(engine, "f11").get(nodes[0], [])
@@ -180,7 +181,7 @@ def test_F14_deleting_a_failed_pod_of_an_unfinished_job_reruns_the_node(
     failed = wait_pod_phase(engine, "f14", bad, "Failed")
     wait_status(engine, "f14", lambda s: s["failed"] == 1 and s["active"] == 1, what="failure counted")
 
-    core_api.delete_namespaced_pod(failed.metadata.name, namespace)
+    delete_pod_now(core_api, failed.metadata.name, namespace)
 
     again = wait_until(lambda: next((p for p in pods_by_node(engine, "f14").get(bad, [])
                                      if p.metadata.uid != failed.metadata.uid), None), what="node re-run")

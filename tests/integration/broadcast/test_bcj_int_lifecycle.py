@@ -10,6 +10,7 @@ from bcj_cluster import (
     KIND,
     bcj,
     condition,
+    delete_pod_now,
     events,
     pods_by_node,
     reasons,
@@ -164,8 +165,8 @@ def test_L6_a_node_turning_eligible_gets_a_pod(
 
 def test_L8_L10_a_pod_deleted_by_hand_is_created_again(
         engine: Any, node_factory: Any, namespace: str, core_api: Any, loops: Any) -> None:
-    """A second node's pod keeps running, so the job is unfinished while the deleted pod terminates: a terminating
-    pod counts as done (§3.8), and a one-node job could rightly complete in that moment instead."""
+    """A second node's pod keeps running, so the job stays unfinished while the first node has no pod; the
+    deletion has no grace period (see delete_pod_now), and S7 tests a graceful one."""
     node, other = node_factory(2, labels={"pool": namespace})
     loops(engine.submit(bcj("l8", namespace, result=None)))
     pod = wait_until(lambda: live_pod_on(engine, "l8", node), what="pod")
@@ -173,7 +174,7 @@ def test_L8_L10_a_pod_deleted_by_hand_is_created_again(
     wait_status(engine, "l8", lambda s: all(s["nodes"].get(n, {}).get("phase") == "Running" for n in (node, other)),
                 what="pods recorded")
 
-    core_api.delete_namespaced_pod(pod.metadata.name, namespace)
+    delete_pod_now(core_api, pod.metadata.name, namespace)
 
     again = wait_until(lambda: next((p for p in pods_by_node(engine, "l8").get(node, [])
                                      if p.metadata.uid != pod.metadata.uid), None), what="pod created again")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from bcj_cluster import HOLD_FINALIZER, KIND, bcj, events, job_pods, owned_pod, pods_by_node, reasons
+from bcj_cluster import HOLD_FINALIZER, KIND, bcj, delete_pod_now, events, job_pods, owned_pod, pods_by_node, reasons
 from support.waits import wait_until
 
 from airflow_broadcast.reconcilers.broadcast_job.pods import JOB_NAME_LABEL, JOB_UID_LABEL, pod_name_for
@@ -149,7 +149,7 @@ def test_P12_L8_a_node_rerun_after_its_first_pod_was_deleted_is_attempt_2(
     submission = engine.submit(bcj("p12", namespace, result=None))
     engine.drive(submission, KIND, single_pass=True)
     (first,) = job_pods(engine, "p12")
-    core_api.delete_namespaced_pod(first.metadata.name, namespace)
+    delete_pod_now(core_api, first.metadata.name, namespace)
     wait_until(lambda: not [p for p in job_pods(engine, "p12") if p.metadata.uid == first.metadata.uid],
                what="first pod gone")
 
