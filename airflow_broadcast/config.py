@@ -32,6 +32,7 @@ class Settings:
     ttl_sweep_seconds: float = 60.0
     unread_result_grace_seconds: float = 600.0
     freeze_startup_heap: bool = True
+    release_freed_heap: bool = True
     measure_loop_lag: bool = False
 
 
@@ -74,6 +75,11 @@ DESCRIPTIONS: dict[str, str] = {
     "freeze_startup_heap": (
         "Freeze the objects alive when the first Kubernetes client of a process is built (``gc.freeze()``), so "
         "that full garbage collections of a triggerer's large heap do not stall its event loop."
+    ),
+    "release_freed_heap": (
+        "When a job goes quiet or ends, hand the memory its passes freed back to the operating system "
+        "(glibc's ``malloc_trim``, in a worker thread, at most every 30 s per process), so that a triggerer "
+        "that started many jobs does not keep their start-up memory. Does nothing without glibc."
     ),
     "measure_loop_lag": (
         "Log the event loop's wake-up delay (p50, p99, max, stalls over 0.2 s), the longest garbage-collection "

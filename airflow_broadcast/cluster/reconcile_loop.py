@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
-from airflow_broadcast.cluster import job_records
+from airflow_broadcast.cluster import heap_release, job_records
 from airflow_broadcast.cluster.api_errors import ClusterApiError, Forbidden, NotFound, Unauthorized
 from airflow_broadcast.cluster.informers import Informer, shared_informer
 from airflow_broadcast.cluster.job_events import EventRecorder, flush_events
@@ -227,7 +227,7 @@ async def run_reconcile_loop(
             viewed = viewed if job_records.view_worth_keeping(raw) else None
             await wait_for_work(wake, None if timer is None else time.monotonic() + timer, resync,
                                 lambda: _permanent_watch_error(records, watched) is not None,
-                                driver.kind.forget_parsed)
+                                heap_release.after(driver.kind.forget_parsed))
             await asyncio.sleep(coalesce_gap(time.monotonic() - started, took))
     finally:
         if feed is not None:
@@ -239,6 +239,7 @@ async def run_reconcile_loop(
             informer.unsubscribe(key, wake)
         if job_name:
             records.unsubscribe(job_name, wake)
+        heap_release.request()
 
 
 def _planned(record: JobRecord, plan: Plan) -> JobRecord:

@@ -12,6 +12,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from airflow_broadcast.cluster import heap_release
 from airflow_broadcast.cluster.kube_client import KubeClient
 
 ApiClientFactory = Callable[[], Awaitable[Any]]
@@ -23,11 +24,13 @@ _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = wea
 
 
 async def shared_client(key: str, make_api_client: ApiClientFactory, *, freeze_heap: bool = True,
-                        **options: Any) -> KubeClient:
+                        release_heap: bool = True, **options: Any) -> KubeClient:
     """The client for `key` on the running loop, created once with `make_api_client()` and KubeClient `options`.
 
     `freeze_heap`: freeze the start-up heap when the process builds its first client (see below).
+    `release_heap`: hand freed heap back to the operating system when jobs go quiet (see heap_release).
     """
+    heap_release.configure(release_heap)
     loop = asyncio.get_running_loop()
     clients = _clients.setdefault(loop, {})
     client = clients.get(key)

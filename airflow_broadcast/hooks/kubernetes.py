@@ -59,8 +59,9 @@ class BroadcastKubernetesHook(BaseHook):
     async def kube_client(self) -> KubeClient:
         s = self.settings
         return await shared_client(self._client_key(), self._new_api_client, freeze_heap=s.freeze_startup_heap,
-                                   qps=s.client_qps, burst=s.client_burst, request_timeout=s.client_request_timeout,
-                                   max_retries=s.client_max_retries, max_inflight=s.client_max_inflight)
+                                   release_heap=s.release_freed_heap, qps=s.client_qps, burst=s.client_burst,
+                                   request_timeout=s.client_request_timeout, max_retries=s.client_max_retries,
+                                   max_inflight=s.client_max_inflight)
 
     async def _new_api_client(self) -> Any:
         from kubernetes_asyncio import client as async_client
