@@ -33,6 +33,7 @@ class Settings:
     unread_result_grace_seconds: float = 600.0
     freeze_startup_heap: bool = True
     release_freed_heap: bool = True
+    log_socket_buffer_kib: int = 2048
     measure_loop_lag: bool = False
 
 
@@ -80,6 +81,12 @@ DESCRIPTIONS: dict[str, str] = {
         "When a job goes quiet or ends, hand the memory its passes freed back to the operating system "
         "(glibc's ``malloc_trim``, in a worker thread, at most every 30 s per process), so that a triggerer "
         "that started many jobs does not keep their start-up memory. Does nothing without glibc."
+    ),
+    "log_socket_buffer_kib": (
+        "Grow the send buffer of the socket that carries a triggerer's (or task's) log lines to Airflow's "
+        "supervisor to this many KiB, within the kernel's ``net.core.wmem_max``; never shrinks it, and 0 leaves "
+        "it as Airflow made it. A burst of new triggers writes hundreds of lines at once, and with the default "
+        "buffer (about 160 lines) Airflow's own writes blocked the event loop while the supervisor was busy."
     ),
     "measure_loop_lag": (
         "Log the event loop's wake-up delay (p50, p99, max, stalls over 0.2 s), the longest garbage-collection "

@@ -7,6 +7,10 @@ next write blocks, and Airflow's own lines (such as "trigger … starting") are 
 event loop. The provider's writer thread therefore writes only while the socket is writable in
 the kernel's sense (a Unix socket's queue under a quarter of its buffer): it waits in poll(2) for
 that, leaving the buffer to Airflow's lines while the supervisor is busy.
+
+The channel also raises the socket's send buffer (`[airflow_broadcast] log_socket_buffer_kib`, within the
+kernel's `net.core.wmem_max`): a burst of new triggers writes hundreds of "starting" lines at once, and
+with Airflow's default buffer those writes blocked the triggerer's event loop for up to seconds.
 """
 
 from __future__ import annotations
@@ -28,9 +32,15 @@ MAX_HOLD_SECONDS = 5.0  # then the line is written anyway: never lost, at worst 
 class LogChannel:
     """One socket's send queue: how full it is, and a wait until it has room."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, buffer_bytes: int = 0) -> None:
+        """`buffer_bytes`: grow the send buffer to this size (never shrink it; 0 leaves it as it is)."""
         self.fd = fd
         with socket.socket(fileno=os.dup(fd)) as sock:  # a duplicate: closing it leaves the channel open
+            if buffer_bytes > sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF):
+                try:  # the kernel doubles the value asked for (bookkeeping) and caps it at wmem_max
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, buffer_bytes // 2)
+                except OSError:
+                    pass
             self.capacity = sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
 
     def queued(self) -> int:
@@ -56,12 +66,13 @@ class LogChannel:
 _channel: tuple[int, LogChannel | None] | None = None  # (pid, channel): a forked child looks again
 
 
-def log_channel() -> LogChannel | None:
-    """The channel of this process's structured logs, when they go to a socket (the triggerer, a task)."""
+def log_channel(buffer_bytes: int = 0) -> LogChannel | None:
+    """The channel of this process's structured logs, when they go to a socket (the triggerer, a task);
+    `buffer_bytes` applies when the channel is first found."""
     global _channel  # noqa: PLW0603
     pid = os.getpid()
     if _channel is None or _channel[0] != pid:
-        _channel = (pid, _find_channel())
+        _channel = (pid, _find_channel(buffer_bytes))
     return _channel[1]
 
 
@@ -71,7 +82,7 @@ def forget_channel() -> None:
     _channel = None
 
 
-def _find_channel() -> LogChannel | None:
+def _find_channel(buffer_bytes: int) -> LogChannel | None:
     try:
         import structlog
 
@@ -80,7 +91,7 @@ def _find_channel() -> LogChannel | None:
         fd = output.fileno() if output is not None else -1
         if fd < 0 or not stat.S_ISSOCK(os.fstat(fd).st_mode):
             return None
-        channel = LogChannel(fd)
+        channel = LogChannel(fd, buffer_bytes)
         channel.queued()
         return channel
     except (ImportError, AttributeError, KeyError, OSError, ValueError):

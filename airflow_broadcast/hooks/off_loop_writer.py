@@ -14,6 +14,7 @@ import queue
 import threading
 from collections.abc import Callable
 
+from airflow_broadcast.config import Settings, current_settings
 from airflow_broadcast.hooks.log_channel import log_channel
 
 log = logging.getLogger(__name__)
@@ -45,12 +46,20 @@ class OffLoopWriter:
         while True:
             step, log_line = self.steps.get()
             try:
-                channel = log_channel() if log_line else None
+                channel = log_channel(_log_buffer_bytes()) if log_line else None
                 if channel is not None:
                     channel.wait_for_room()
                 step()
             except Exception:  # a broken sink loses that write, never the writer
                 log.exception("a write to Airflow failed")
+
+
+def _log_buffer_bytes() -> int:
+    """The log socket's wanted send buffer (read in the writer thread: reading settings may touch disk)."""
+    try:
+        return current_settings().log_socket_buffer_kib * 1024
+    except (ValueError, ImportError):
+        return Settings().log_socket_buffer_kib * 1024
 
 
 writer = OffLoopWriter()

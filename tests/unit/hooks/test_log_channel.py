@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
+from airflow_broadcast.config import Settings
 from airflow_broadcast.hooks.log_channel import LogChannel, forget_channel, log_channel
 from airflow_broadcast.hooks.off_loop_writer import OffLoopWriter
 
@@ -89,8 +90,13 @@ def test_the_channel_is_found_only_when_structured_logs_go_to_a_socket(
 
 def test_a_log_line_waits_for_room_while_other_steps_do_not(
         logs_to: socket.socket, pair: tuple[socket.socket, socket.socket]) -> None:
-    fill(pair[0], 0.4)
+    default = LogChannel(pair[0].fileno()).capacity
     writer = OffLoopWriter()
+    writer.put(lambda: None, log_line=True)
+    assert writer.flushed(2.0)
+    found = log_channel()
+    assert found is not None and found.capacity > default, "the writer grew the buffer as the setting asks"
+    fill(pair[0], 0.4)
     done: list[str] = []
     writer.put(lambda: done.append("metric"))
     assert writer.flushed(2.0) and done == ["metric"], "a step that is no log line runs at once"
@@ -104,3 +110,15 @@ def test_a_log_line_waits_for_room_while_other_steps_do_not(
 async def test_waiting_for_room_on_an_event_loop_is_refused(pair: tuple[socket.socket, socket.socket]) -> None:
     with pytest.raises(RuntimeError, match="not the event loop"):
         LogChannel(pair[0].fileno()).wait_for_room(limit=0.01)
+
+
+def test_the_channel_grows_the_send_buffer_within_the_kernel_limit_and_never_shrinks_it(
+        pair: tuple[socket.socket, socket.socket]) -> None:
+    sender = pair[0]
+    default = LogChannel(sender.fileno()).capacity
+    grown = LogChannel(sender.fileno(), Settings().log_socket_buffer_kib * 1024).capacity
+    with open("/proc/sys/net/core/wmem_max") as limit:
+        allowed = 2 * int(limit.read())
+    assert default < grown <= max(allowed, default)
+    assert LogChannel(sender.fileno(), default // 4).capacity == grown, "a smaller size leaves it as it is"
+    assert LogChannel(sender.fileno(), 0).capacity == grown
