@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import ctypes.util
 import time
 from collections.abc import Callable
 
@@ -20,9 +19,13 @@ MIN_GAP_SECONDS = 30.0
 
 
 def _libc_trim() -> Callable[[], int] | None:
-    """The C library's `malloc_trim(0)`, or None where it has none."""
+    """The C library's `malloc_trim(0)`, or None where it has none.
+
+    Looked up among the symbols the process has loaded (`dlopen(NULL)`), not with `find_library`,
+    which runs `ldconfig` in a subprocess.
+    """
     try:
-        function = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        function = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
         return None
     function.argtypes = [ctypes.c_size_t]

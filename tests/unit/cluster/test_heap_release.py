@@ -127,3 +127,13 @@ async def test_a_job_going_quiet_forgets_its_parse_then_asks_for_a_release(monke
     await _settle(trim)
     assert forgotten == [True]
     assert len(trim.threads) == 1
+
+
+def test_a_c_library_without_malloc_trim_gives_no_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    """musl and macOS: the lookup fails, and the releaser stays idle instead of raising."""
+    class _NoTrim:
+        def __getattr__(self, name: str) -> Any:
+            raise AttributeError(name)
+
+    monkeypatch.setattr(heap_release.ctypes, "CDLL", lambda _name: _NoTrim())
+    assert heap_release._libc_trim() is None
