@@ -71,8 +71,10 @@ def test_wait_for_room_returns_at_once_with_room_and_waits_while_the_queue_is_ov
     assert channel.wait_for_room() < 0.05
     fill(sender, 0.4)
     assert channel.wait_for_room(limit=0.2) >= 0.2, "over a quarter full: it waits, up to its limit"
-    threading.Timer(0.2, drain, args=(reader,)).start()
+    draining = threading.Timer(0.2, drain, args=(reader,))
+    draining.start()
     waited = channel.wait_for_room(limit=5.0)
+    draining.join()  # room comes mid-drain: the drain must not outlive the socket it reads
     assert 0.1 < waited < 4.0, "it returned once the reader drained the socket, not at its limit"
 
 
