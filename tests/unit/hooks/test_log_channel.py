@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
-from airflow_broadcast.config import Settings
+from airflow_broadcast.config import Settings, current_settings
 from airflow_broadcast.hooks.log_channel import LogChannel, forget_channel, log_channel
 from airflow_broadcast.hooks.off_loop_writer import OffLoopWriter
 
@@ -28,6 +28,7 @@ def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
 @pytest.fixture
 def logs_to(pair: tuple[socket.socket, socket.socket]) -> Iterator[socket.socket]:
     """structlog configured as Airflow configures a triggerer: bytes to a socket."""
+    current_settings()  # imports Airflow, which configures structlog: before ours, as in a triggerer
     saved = structlog.get_config()
     output = pair[0].makefile("wb", buffering=0)
     structlog.configure(logger_factory=structlog.BytesLoggerFactory(output))
