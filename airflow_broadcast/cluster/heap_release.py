@@ -39,7 +39,7 @@ class HeapRelease:
     def __init__(self, trim: Callable[[], int] | None, gap: float = MIN_GAP_SECONDS,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.enabled = True
-        self.released = 0  # trims run so far (tests and benchmarks read it)
+        self.released = 0  # trims run so far
         self._trim, self._gap, self._clock = trim, gap, clock
         self._last = float("-inf")
         self._pending: tuple[asyncio.AbstractEventLoop, asyncio.TimerHandle] | None = None
@@ -98,5 +98,5 @@ def after(action: Callable[[], None]) -> Callable[[], None]:
 
 
 def process_release() -> HeapRelease:
-    """This process's releaser (tests and benchmarks)."""
+    """This process's releaser (for tests)."""
     return _process

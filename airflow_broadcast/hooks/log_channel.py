@@ -24,6 +24,7 @@ import stat
 import struct
 import termios
 import time
+from collections.abc import Callable
 from typing import Any
 
 MAX_HOLD_SECONDS = 5.0  # then the line is written anyway: never lost, at worst it blocks this thread
@@ -66,13 +67,13 @@ class LogChannel:
 _channel: tuple[int, LogChannel | None] | None = None  # (pid, channel): a forked child looks again
 
 
-def log_channel(buffer_bytes: int = 0) -> LogChannel | None:
+def log_channel(buffer_bytes: Callable[[], int] | None = None) -> LogChannel | None:
     """The channel of this process's structured logs, when they go to a socket (the triggerer, a task);
-    `buffer_bytes` applies when the channel is first found."""
+    `buffer_bytes()`, the send buffer to grow it to, is asked only when the channel is first found."""
     global _channel  # noqa: PLW0603
     pid = os.getpid()
     if _channel is None or _channel[0] != pid:
-        _channel = (pid, _find_channel(buffer_bytes))
+        _channel = (pid, _find_channel(buffer_bytes() if buffer_bytes is not None else 0))
     return _channel[1]
 
 

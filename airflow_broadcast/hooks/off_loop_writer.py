@@ -46,7 +46,7 @@ class OffLoopWriter:
         while True:
             step, log_line = self.steps.get()
             try:
-                channel = log_channel(_log_buffer_bytes()) if log_line else None
+                channel = log_channel(_log_buffer_bytes) if log_line else None
                 if channel is not None:
                     channel.wait_for_room()
                 step()
@@ -55,7 +55,7 @@ class OffLoopWriter:
 
 
 def _log_buffer_bytes() -> int:
-    """The log socket's wanted send buffer (read in the writer thread: reading settings may touch disk)."""
+    """The log socket's wanted send buffer: read once, when the writer thread first finds the socket."""
     try:
         return current_settings().log_socket_buffer_kib * 1024
     except (ValueError, ImportError):
