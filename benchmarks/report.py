@@ -158,7 +158,8 @@ def _triggerer(result: dict[str, Any]) -> list[str]:
 def _plane(result: dict[str, Any]) -> str:
     nice = result.get("plane_nice")
     if not nice:
-        return " The control plane ran at the triggerer's priority."
+        return (" The control plane's priority was left as it was (`--plane-nice 0`, or a cluster the benchmark did "
+                "not start).")
     return (f" The private control plane (etcd, API server, controller-manager, scheduler, kwok) ran at niceness "
             f"{nice} through the provider's run and the comparator's, as the triggerer does not share its cores with "
             "them in production. At equal priority on 2 cores, the pod creates of arriving jobs load the plane, and "
