@@ -8,7 +8,11 @@ ANY_KEY = "*"
 
 
 class Waker(Protocol):
-    """What a subscriber gives: an asyncio.Event, or anything else with `set()`."""
+    """What a subscriber gives: an asyncio.Event, or anything else with `set()`.
+
+    A waker with a `heed(old, new)` method is given the changed object's value before and after
+    instead, and decides how soon to wake (see wake.ChildWake).
+    """
 
     def set(self) -> None: ...
 
@@ -40,13 +44,14 @@ class Subscribers(dict[str, "Waker | set[Waker]"]):
             elif not held:
                 del self[index_value]
 
-    def notify(self, index_value: str) -> None:
+    def notify(self, index_value: str, old: object = None, new: object = None) -> None:
         for value in (index_value, ANY_KEY):
             held = self.get(value)
             if held is None:
                 continue
-            if isinstance(held, set):
-                for waker in held:
+            for waker in held if isinstance(held, set) else (held,):
+                heed = getattr(waker, "heed", None)
+                if heed is not None:
+                    heed(old, new)
+                else:
                     waker.set()
-            else:
-                held.set()

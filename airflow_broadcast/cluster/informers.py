@@ -115,7 +115,7 @@ class Informer(Generic[T]):
         index = self._index_value(obj)
         self._move_index(key, index, value)
         if notify and (old is None or self.significant is None or self.significant(old) != self.significant(value)):
-            self._subscribers.notify(index)
+            self._subscribers.notify(index, old, value)
 
     def key_of(self, meta: Mapping[str, Any]) -> str:
         """The name; `namespace/name` in a cache of a namespaced kind across all namespaces, where names repeat."""

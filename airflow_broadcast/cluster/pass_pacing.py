@@ -9,7 +9,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from airflow_broadcast.cluster.wake import Flag
+from airflow_broadcast.cluster.wake import ChildWake, Flag, Wake
 from airflow_broadcast.reconcilers.plan import Plan, earliest
 
 MIN_PASS_INTERVAL = 0.25  # the longest gap between passes that coalesces a burst of watch events
@@ -106,6 +106,11 @@ class ProgressWrites:
     def applied(self, plan: Plan, now: float) -> None:
         if plan.status is not None:
             self.last = now
+
+
+def child_wake(wake: Wake, lazy: Callable[[Any, Any], bool]) -> ChildWake:
+    """A job's waker for its children: a change that `lazy` calls count-only waits for the next progress write."""
+    return ChildWake(wake, lazy, PROGRESS_WRITE_GAP)
 
 
 def _counts_only(plan: Plan, recorded: Mapping[str, Any]) -> bool:

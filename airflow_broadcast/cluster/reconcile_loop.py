@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
-from airflow_broadcast.cluster import heap_release, job_records
+from airflow_broadcast.cluster import heap_release, job_records, pass_pacing
 from airflow_broadcast.cluster.api_errors import ClusterApiError, Forbidden, NotFound, Unauthorized
+from airflow_broadcast.cluster.cache_subscribers import Waker
 from airflow_broadcast.cluster.informers import Informer, shared_informer
 from airflow_broadcast.cluster.job_events import EventRecorder, flush_events
 from airflow_broadcast.cluster.job_records import MANAGED_BY, MANAGED_BY_LABEL, cached_record, record_view, records_path
@@ -123,15 +124,12 @@ async def run_reconcile_loop(
     if missing is not None:
         return LoopOutcome(LoopReason.ERROR, None, missing)
     wake, job_name, gone = Wake(), "", f"job record {namespace}/{record_name} (uid {uid}) is gone"
-    subscriptions: list[tuple[Informer[Any], str]] = [(watched.children, uid)]
-    if watched.services is not None:
-        subscriptions.append((watched.services, uid))
-    if watched.nodes is not None:
-        subscriptions.append((watched.nodes, "*"))
-    if watched.pod_groups is not None:
-        subscriptions.append((watched.pod_groups, uid))
-    for informer, key in subscriptions:
-        informer.subscribe(key, wake)
+    children = pass_pacing.child_wake(wake, driver.kind.lazy_child_change)
+    subscriptions: list[tuple[Informer[Any], str, Waker]] = [(watched.children, uid, children)]
+    subscriptions += [(informer, key, wake) for informer, key in (
+        (watched.services, uid), (watched.nodes, "*"), (watched.pod_groups, uid)) if informer is not None]
+    for informer, key, waker in subscriptions:
+        informer.subscribe(key, waker)
     failures = Backoff(1.0, 30.0)
     executor = PlanExecutor(client, namespace, uid, pods=watched.children, services=watched.services,
                             style=driver.style, kind=driver.kind.name, pod_groups=watched.pod_groups,
@@ -164,6 +162,7 @@ async def run_reconcile_loop(
                 if warnings is not None and trouble is not None and not single_pass:
                     feed = asyncio.get_running_loop().create_task(trouble.feed(warnings))
             wake.clear()
+            children.seen()
             started = time.monotonic()
             try:
                 plan = await _reconcile(driver, record, watched, thread_threshold)
@@ -235,8 +234,9 @@ async def run_reconcile_loop(
             await asyncio.gather(feed, return_exceptions=True)
         await _report_rest(trouble, warnings, single_pass)
         await flush_events(uid)
-        for informer, key in subscriptions:
-            informer.unsubscribe(key, wake)
+        children.seen()
+        for informer, key, waker in subscriptions:
+            informer.unsubscribe(key, waker)
         if job_name:
             records.unsubscribe(job_name, wake)
         heap_release.request()

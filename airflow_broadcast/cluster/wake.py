@@ -8,6 +8,7 @@ flag has exactly one waiter, its own loop, so one future at a time is enough.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, Protocol
 
 
@@ -57,3 +58,38 @@ class Wake:
             return True
         finally:
             self._waiter = None
+
+
+class ChildWake:
+    """Wakes a job's loop when one of its children changes: at once, or within `gap` seconds when
+    `lazy(old, new)` says the change can only move counts (a pod that started running).
+
+    While 1,000 pods start, each Running update would otherwise cost a pass that decides nothing;
+    a later urgent change (a pod that finished) still wakes the loop at once. The loop calls
+    `seen()` when a pass starts, since the pass reads every change made so far.
+    """
+
+    __slots__ = ("_timer", "gap", "lazy", "wake")
+
+    def __init__(self, wake: Wake, lazy: Callable[[Any, Any], bool], gap: float) -> None:
+        self.wake, self.lazy, self.gap = wake, lazy, gap
+        self._timer: asyncio.TimerHandle | None = None
+
+    def set(self) -> None:
+        self.wake.set()
+
+    def heed(self, old: Any, new: Any) -> None:
+        """One child changed from `old` to `new` (either None when it appeared or went)."""
+        if old is None or new is None or not self.lazy(old, new):
+            self.wake.set()
+        elif self._timer is None and not self.wake.is_set():
+            self._timer = asyncio.get_running_loop().call_later(self.gap, self._due)
+
+    def _due(self) -> None:
+        self._timer = None
+        self.wake.set()
+
+    def seen(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

@@ -106,6 +106,11 @@ class JobKind(Protocol[ObservedT_contra, SummaryT]):
         """When activeDeadlineSeconds runs out (epoch), or None when no deadline runs now."""
         ...
 
+    def lazy_child_change(self, old: Any, new: Any) -> bool:
+        """True when this change of a child (the typed value before and after) can only move counts or a
+        shown phase: the loop then runs its pass within a second instead of at once."""
+        ...
+
     def forget_parsed(self) -> None:
         """Drop what the kind keeps between passes (the parsed spec): an idle job keeps only its record."""
         ...

@@ -76,6 +76,20 @@ def bucket_of(pod: PodInfo, restart_limit: int) -> str:
     return "failed" if restart_failed(pod, restart_limit) else "active"
 
 
+def running_progress(old: PodInfo, new: PodInfo) -> bool:
+    """A live pod that started running (or changed while running) in a way no decision reads.
+
+    Active, succeeded and failed counts stay as they were, so a pass could only move the node's shown
+    phase, which is a count-only write and waits a second anyway (ProgressWrites). Anything a pass
+    decides on (an exit, a waiting container, restarts, deletion, the node, ownership, the placement
+    fields) makes the change count at once.
+    """
+    return (new.phase == "Running" and old.phase in ("Pending", "Running") and not new.deleting
+            and not old.deleting and not new.exits and not new.waiting_reason and new.waiting is None
+            and new.restarts == old.restarts and new.node == old.node and new.owner_uid == old.owner_uid
+            and new.labels == old.labels and new.annotations == old.annotations and new.spec == old.spec)
+
+
 def map_pods_to_nodes(pods: Sequence[PodInfo]) -> tuple[dict[str, PodInfo], list[JobEvent]]:
     """node → pod (last one wins, as upstream) and a Warning for every duplicate (P9)."""
     by_node: dict[str, PodInfo] = {}

@@ -117,6 +117,10 @@ class TFJobKind:
     def settled(self, record: JobRecord) -> bool:
         return False
 
+    def lazy_child_change(self, old: Any, new: Any) -> bool:
+        """A replica that starts running may set the Running condition: every change is acted on at once."""
+        return False
+
     def forget_parsed(self) -> None:
         self.specs.forget()
 

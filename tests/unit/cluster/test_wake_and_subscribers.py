@@ -9,8 +9,9 @@ import tracemalloc
 import pytest
 
 from airflow_broadcast.cluster.cache_subscribers import ANY_KEY, Subscribers
+from airflow_broadcast.cluster.informers import Informer
 from airflow_broadcast.cluster.pass_pacing import wait_event
-from airflow_broadcast.cluster.wake import Wake
+from airflow_broadcast.cluster.wake import ChildWake, Wake
 
 
 async def test_a_wake_set_before_the_wait_returns_at_once_and_stays_set_until_cleared() -> None:
@@ -87,3 +88,71 @@ def test_notify_wakes_a_value_and_everyone_on_any_key_and_nobody_else() -> None:
     table.notify("uid")
     table.notify("nobody")
     assert (mine.times, all_.times, other.times) == (1, 2, 0)
+
+
+def _lazy_when_equal(old: object, new: object) -> bool:
+    return old == new
+
+
+async def test_a_child_change_that_only_moves_counts_wakes_the_loop_after_the_gap_not_at_once() -> None:
+    wake = Wake()
+    children = ChildWake(wake, _lazy_when_equal, gap=0.05)
+    children.heed("running", "running")
+    children.heed("running", "running")  # a second one while the first waits: still one timer
+    assert not wake.is_set()
+    assert await wait_event(wake, 1.0), "woken once the gap passed"
+
+
+async def test_an_urgent_child_change_wakes_the_loop_at_once_even_while_a_lazy_one_waits() -> None:
+    wake = Wake()
+    children = ChildWake(wake, _lazy_when_equal, gap=10.0)
+    children.heed("running", "running")
+    children.heed("running", "succeeded")
+    assert wake.is_set()
+    wake.clear()
+    children.heed(None, "new pod")
+    assert wake.is_set(), "a pod that appeared is acted on at once"
+
+
+async def test_a_pass_that_starts_has_seen_the_waiting_lazy_change() -> None:
+    wake = Wake()
+    children = ChildWake(wake, _lazy_when_equal, gap=0.02)
+    children.heed("running", "running")
+    children.seen()
+    assert not await wait_event(wake, 0.1), "the pass read it: no second pass for it"
+
+
+async def test_subscribers_hand_a_heeding_waker_the_values_before_and_after() -> None:
+    seen: list[tuple[object, object]] = []
+
+    class Heeding:
+        def set(self) -> None:
+            seen.append(("set", "set"))
+
+        def heed(self, old: object, new: object) -> None:
+            seen.append((old, new))
+
+    subscribers, plain = Subscribers(), Wake()
+    subscribers.subscribe("uid-1", Heeding())
+    subscribers.subscribe("uid-1", plain)
+    subscribers.notify("uid-1", "before", "after")
+    assert seen == [("before", "after")] and plain.is_set()
+
+
+def _pod(phase: str, version: int) -> dict[str, object]:
+    return {"metadata": {"name": "p", "resourceVersion": str(version), "labels": {"job": "uid-1"}},
+            "status": {"phase": phase}}
+
+
+async def test_a_cache_hands_a_childs_old_and_new_value_to_its_job_which_waits_only_for_running() -> None:
+    """The pod cache, as a BroadcastJob's loop subscribes to it: Running waits for the gap, Succeeded does not."""
+    pods: Informer[dict[str, object]] = Informer(None, "/api/v1/pods", lambda o: o, index_label="job")  # type: ignore[arg-type]
+    wake = Wake()
+    pods.subscribe("uid-1", ChildWake(wake, lambda old, new: new["status"]["phase"] == "Running", gap=10.0))
+    pods.upsert(_pod("Pending", 1))
+    assert wake.is_set(), "a new pod is acted on at once"
+    wake.clear()
+    pods.upsert(_pod("Running", 2))
+    assert not wake.is_set(), "started running: within the gap"
+    pods.upsert(_pod("Succeeded", 3))
+    assert wake.is_set(), "finished: at once"
