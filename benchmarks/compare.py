@@ -106,7 +106,8 @@ def _rotated(methods: tuple[str, ...], shift: int) -> tuple[str, ...]:
 
 
 def _progress(row: dict[str, Any]) -> str:
-    fields = ("to_all_running_seconds", "to_all_succeeded_seconds", "pods_running", "cpu_seconds", "error")
+    fields = ("to_all_added_seconds", "to_all_running_seconds", "to_all_succeeded_seconds", "pods_running",
+              "cpu_seconds", "error")
     shown = ", ".join(f"{f}={row[f]}" for f in fields if row.get(f) is not None)
     return f"[{row['nodes']} nodes, round {row['round']}] {row['method']}: {shown}"
 

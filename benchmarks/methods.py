@@ -118,6 +118,8 @@ async def _engine(task: Task, stop: Any) -> dict[str, Any]:
 
     options = options_for("BroadcastJob", {"assign_by_scheduler": PINNING[task.method] == "affinity"})
     kube = await BroadcastKubernetesHook().kube_client()
+    for profiler in _PROFILER:
+        profiler.enable()
     cpu0 = time.process_time()
     spec = parse_broadcast_job(broadcast_manifest(task), namespace=task.namespace)
     driver = driver_for("BroadcastJob", options)
@@ -190,8 +192,13 @@ def child_main(task: Task, stop: Any, results: Any) -> None:
         raise
 
 
+_PROFILER: list[cProfile.Profile] = []  # the child's profiler, when it has one
+
+
 def _profiled(task: Task, run: Any) -> Any:
     """`run()`, under cProfile when BENCH_PROFILE_DIR names a directory (a stats file per method and size).
+
+    The engine turns the profiler on where its CPU clock starts, after imports and the client's set-up.
 
     Passes over many objects run in a worker thread, which cProfile does not see: set
     AIRFLOW__AIRFLOW_BROADCAST__THREAD_THRESHOLD high as well to keep them on the loop while profiling.
@@ -200,7 +207,7 @@ def _profiled(task: Task, run: Any) -> Any:
     if not target:
         return run()
     profiler = cProfile.Profile()
-    profiler.enable()
+    _PROFILER.append(profiler)
     try:
         return run()
     finally:
