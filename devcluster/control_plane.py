@@ -20,7 +20,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -57,10 +57,18 @@ def default_state_dir() -> Path:
     return Path(os.environ.get("AIRFLOW_BROADCAST_CLUSTER_DIR", REPO_ROOT / ".devcluster"))
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def free_ports(names: Iterable[str]) -> dict[str, int]:
+    """A free loopback port per name, all distinct: every socket stays bound until all are chosen, so the
+    kernel cannot hand the same port out twice (one at a time, a port freed at once could come back)."""
+    sockets: dict[str, socket.socket] = {}
+    try:
+        for name in names:
+            sock = sockets[name] = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+        return {name: int(sock.getsockname()[1]) for name, sock in sockets.items()}
+    finally:
+        for sock in sockets.values():
+            sock.close()
 
 
 def _pid_alive(pid: int, binary: str) -> bool:
@@ -151,8 +159,7 @@ class ControlPlane:
         pki = self.dir / "pki"
         make_pki(pki)
         tokens = make_tokens(pki / "tokens.csv")
-        ports = {name: _free_port() for name in (
-            "etcd", "etcd-peer", "apiserver", "kcm", "scheduler", "kwok")}
+        ports = free_ports(("etcd", "etcd-peer", "apiserver", "kcm", "scheduler", "kwok"))
         server = f"https://127.0.0.1:{ports['apiserver']}"
         kubeconfig = self.dir / "kubeconfig"
         restricted = self.dir / "kubeconfig-restricted"

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 
-from devcluster.control_plane import ClusterInfo, ControlPlane, _free_port, _http_ok, _pid_alive, _signal
+from devcluster.control_plane import ClusterInfo, ControlPlane, _http_ok, _pid_alive, _signal, free_ports
 from devcluster.upstream_setup import (
     KRUISE_NAMESPACE,
     TRAINING_NAMESPACE,
@@ -135,7 +135,7 @@ class UpstreamControllers:
         install_crd_files(kubeconfig, sorted((cache / "crds").glob("*.yaml")))
         ensure_namespace(kubeconfig, KRUISE_NAMESPACE)
         install_kruise_webhooks(kubeconfig, cache / "webhook" / "manifests.yaml")
-        ports = {f"{KRUISE}-{p}": _free_port() for p in ("metrics", "health", "webhook")}
+        ports = free_ports(f"{KRUISE}-{p}" for p in ("metrics", "health", "webhook"))
         info.ports.update(ports)
         env = {"POD_NAMESPACE": KRUISE_NAMESPACE, "WEBHOOK_HOST": "127.0.0.1",
                "WEBHOOK_PORT": str(ports[f"{KRUISE}-webhook"]), "WEBHOOK_CERT_DIR": str(self.dir / "kruise-certs")}
@@ -150,7 +150,7 @@ class UpstreamControllers:
         kubeconfig = cluster.kubeconfig
         install_crd_files(kubeconfig, sorted((cache / "crds").glob("*.yaml")))
         prepare_training_operator(kubeconfig)
-        ports = {f"{TRAINING_OPERATOR}-{p}": _free_port() for p in ("metrics", "health", "webhook")}
+        ports = free_ports(f"{TRAINING_OPERATOR}-{p}" for p in ("metrics", "health", "webhook"))
         info.ports.update(ports)
         args = ["--enable-scheme=tfjob", "--leader-elect=false",
                 f"--metrics-bind-address=127.0.0.1:{ports[f'{TRAINING_OPERATOR}-metrics']}",
