@@ -45,6 +45,7 @@ def test_M8_counters_go_to_airflow_stats_named_and_tagged_like_upstream(monkeypa
 
     In the triggerer the writer thread sends them, never the caller (the shared loop).
     """
+    assert writer.flushed(10), "counters queued by earlier tests go out before the stats modules are replaced"
     sent: dict[str, list[tuple[str, int, dict[str, str]]]] = {}
     threads: set[str] = set()
     for module in (airflow_metrics.WORKER_STATS, airflow_metrics.TRIGGERER_STATS):
