@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from devcluster.airflow_env import AirflowEnv
+from devcluster.control_plane import free_ports
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
@@ -76,12 +76,6 @@ class JobRow:
     latest_heartbeat: float
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class AirflowStack:
     """Start, inspect, crash and stop the Airflow components of one `AirflowEnv`. Use it as a context manager."""
 
@@ -93,7 +87,7 @@ class AirflowStack:
         if unknown:
             raise ValueError(f"unknown Airflow components {sorted(unknown)}; choose from {COMPONENTS}")
         self.settings = settings or StackSettings()
-        self.port = free_port()
+        self.port = free_ports(("api-server",))["api-server"]
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.logs_dir = env.home / "stack-logs"
         self.logs_dir.mkdir(parents=True, exist_ok=True)
