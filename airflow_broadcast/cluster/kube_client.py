@@ -105,7 +105,8 @@ class KubeClient:
                  request_timeout: float = 60.0, max_retries: int = 5, max_inflight: int = 32) -> None:
         self._api = api_client
         self.limiter = RateLimiter(qps, burst)
-        self._inflight = asyncio.Semaphore(max(1, max_inflight))  # each request in flight holds a connection
+        self.max_inflight = max(1, max_inflight)
+        self._inflight = asyncio.Semaphore(self.max_inflight)  # each request in flight holds a connection
         self.request_timeout = request_timeout
         self.max_retries = max_retries
         self.requests_sent = 0

@@ -18,6 +18,7 @@ from typing import Any
 from airflow_broadcast.cluster import job_metrics
 from airflow_broadcast.cluster.api_errors import AlreadyExists, ClusterApiError, Conflict, NotFound, TransportError
 from airflow_broadcast.cluster.api_paths import api_path
+from airflow_broadcast.cluster.connection_warmup import warm_connections
 from airflow_broadcast.cluster.informers import Informer
 from airflow_broadcast.cluster.job_events import EventRecorder
 from airflow_broadcast.cluster.job_records import write_record
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 DELETE_CONCURRENCY = 32
 # Creates in flight at once; slow-start batches grow past it, so a large batch streams through this window.
 CREATE_CONCURRENCY = 64
+WARM_FROM_CREATES = 16  # a ramp of five batches or more opens its connections ahead (connection_warmup)
 
 
 @dataclass(frozen=True)
@@ -198,6 +200,18 @@ class PlanExecutor:
             async with gate:
                 return await self._create_one("Pod", manifest)
 
+        warm = None
+        if len(todo) >= WARM_FROM_CREATES:
+            ramp_width = min(len(todo), CREATE_CONCURRENCY, self.client.max_inflight)
+            warm = asyncio.create_task(warm_connections(self.client, ramp_width - 1))  # batch one holds one
+        try:
+            await self._ramp(todo, one, result, events)
+        finally:
+            if warm is not None and not warm.done():
+                warm.cancel()
+
+    async def _ramp(self, todo: list[Mapping[str, Any]], one: Any, result: ApplyResult,
+                    events: list[JobEvent]) -> None:
         batch = 1
         while todo:
             current, todo = todo[:batch], todo[batch:]

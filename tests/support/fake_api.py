@@ -34,6 +34,9 @@ class FakeApi:
         self.deleted: list[str] = []
         self.written: list[dict[str, Any]] = []
         self.events: list[tuple[str, str]] = []
+        self.max_inflight = 32
+        self.warm_gets: list[str] = []  # GETs of the connection warm-up, by path
+        self.warm_error: Exception | None = None
 
     async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         name = body["metadata"]["name"]
@@ -62,7 +65,15 @@ class FakeApi:
         self.written.append(body)
         return body
 
-    async def request(self, method: str, path: str, *, body: dict[str, Any], retry: bool) -> dict[str, Any]:
+    async def request(self, method: str, path: str, *, body: dict[str, Any] | None = None, retry: bool = True,
+                      timeout: float | None = None) -> dict[str, Any]:
+        if method == "GET":
+            self.warm_gets.append(path)
+            await asyncio.sleep(0)
+            if self.warm_error is not None:
+                raise self.warm_error
+            return {"major": "1"}
+        assert body is not None
         self.events.append((body["reason"], body["message"]))
         return {}
 

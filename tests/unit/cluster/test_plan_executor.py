@@ -194,3 +194,50 @@ async def test_R6_a_large_batch_streams_through_a_bounded_window_of_creates(monk
     result = await apply(api, status_plan([pod(f"p{i}") for i in range(40)]))
     assert result.created == 40
     assert peak == 4
+
+
+async def test_a_long_ramp_opens_its_connections_while_the_first_batch_is_out() -> None:
+    """40 creates: one warm-up GET per connection the ramp will use beyond the first, sent with batch one."""
+    from airflow_broadcast.cluster import plan_executor
+
+    api = FakeApi()
+    order: list[str] = []
+    create = api.create
+
+    async def noted(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        order.append(f"create {len(api.warm_gets)}")
+        return await create(path, body)
+
+    api.create = noted  # type: ignore[method-assign]
+    result = await apply(api, status_plan([pod(f"p{i}") for i in range(40)]))
+    assert result.created == 40
+    assert [len(b) for b in api.batches] == [1, 2, 4, 8, 16, 9], "the slow start is unchanged"
+    assert api.warm_gets == ["/version"] * (min(40, plan_executor.CREATE_CONCURRENCY, api.max_inflight) - 1)
+    assert order[1] == f"create {len(api.warm_gets)}", "batch two goes out after the warm-up was sent"
+
+
+async def test_a_short_ramp_sends_no_warm_up() -> None:
+    from airflow_broadcast.cluster import plan_executor
+
+    api = FakeApi()
+    await apply(api, status_plan([pod(f"p{i}") for i in range(plan_executor.WARM_FROM_CREATES - 1)]))
+    assert api.warm_gets == []
+
+
+async def test_a_failed_warm_up_changes_nothing_about_the_creates() -> None:
+    api = FakeApi()
+    api.warm_error = e.Forbidden(403, "Forbidden", 'cannot get path "/version"')
+    result = await apply(api, status_plan([pod(f"p{i}") for i in range(20)]))
+    assert result.created == 20 and result.create_errors == []
+    assert [reason for reason, _ in api.events].count("FailedCreate") == 0
+
+
+async def test_the_warm_up_never_opens_more_connections_than_the_client_may_use() -> None:
+    from airflow_broadcast.cluster.connection_warmup import warm_connections
+
+    api = FakeApi()
+    api.max_inflight = 5
+    assert await warm_connections(api, 63) == 5  # type: ignore[arg-type]
+    assert len(api.warm_gets) == 5
+    api.warm_error = e.ServerError(503, "ServiceUnavailable", "")
+    assert await warm_connections(api, 3) == 0  # type: ignore[arg-type]
