@@ -187,3 +187,16 @@ def test_gang_scheduling_without_the_podgroup_permission_fails_before_the_job_is
     with pytest.raises(PodGroupApiError, match=r"docs/rbac/tfjob-extras\.yaml\. Nothing was created"):
         restricted_engine.run_async(lambda kube: operator.before_submit(kube, job))
     assert restricted_engine.record("TFJob", "rbac-early") is None
+
+
+def test_the_connection_warm_up_needs_no_grant(restricted_engine: Any) -> None:
+    """A ramp's warm-up GETs /version, which every identity may read (the default system:public-info-viewer),
+    so the documented roles need no rule for it: user `restricted`, with no role at all, is answered."""
+    from airflow_broadcast.cluster.connection_warmup import WARM_PATH, warm_connections
+
+    async def body(kube: Any) -> tuple[int, dict[str, Any]]:
+        return await warm_connections(kube, 6), await kube.get(WARM_PATH)
+
+    answered, version = restricted_engine.run_async(body)
+    assert answered == 6
+    assert version["major"] == "1" and version["gitVersion"].startswith("v1.")
