@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 from benchmarks.common import core_api, new_namespace, node_pool, raw_client
-from benchmarks.methods import COMPLETING, METHODS, PINNING, Task, child_main, spawn
+from benchmarks.methods import COMPLETING, DIAGNOSTIC, METHODS, PINNING, Task, child_main, spawn
 from benchmarks.podclock import PodClock
 
 RAW_OF = {"affinity": "raw-affinity", "nodename": "raw-nodename"}
@@ -124,9 +124,10 @@ def ratio_table(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for size in sorted({r["nodes"] for r in runs}):
         held = [r for r in runs if r["nodes"] == size and not r["complete"]]
         completed = [r for r in runs if r["nodes"] == size and r["complete"]]
-        medians = {m: _median([r for r in held if r["method"] == m], "to_all_running_seconds") for m in METHODS}
-        done = {m: _median([r for r in completed if r["method"] == m], "to_all_succeeded_seconds") for m in METHODS}
-        for method in METHODS:
+        known = (*METHODS, *DIAGNOSTIC)
+        medians = {m: _median([r for r in held if r["method"] == m], "to_all_running_seconds") for m in known}
+        done = {m: _median([r for r in completed if r["method"] == m], "to_all_succeeded_seconds") for m in known}
+        for method in known:
             mine = [r for r in held if r["method"] == method]
             if not mine:
                 continue

@@ -22,12 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import REPO_ROOT, SIM
+from benchmarks.overhead_storms import SHAPED, STORMS, WATCHED, watched_storm
 
 METHODS = ("raw-affinity", "raw-nodename", "daemonset", "job", "engine-affinity", "engine-nodename",
            "engine-affinity-lifted", "engine-nodename-lifted")
 PINNING = {"raw-affinity": "affinity", "raw-nodename": "nodename", "daemonset": "affinity", "job": "unpinned",
            "engine-affinity": "affinity", "engine-nodename": "nodename",
            "engine-affinity-lifted": "affinity", "engine-nodename-lifted": "nodename"}
+PINNING.update({WATCHED: "nodename", SHAPED: "nodename"})
+DIAGNOSTIC = STORMS  # not in METHODS: run on request (`benchmarks.run overhead`), see overhead_storms
 COMPLETING = ("raw-affinity", "raw-nodename", "job", "engine-affinity", "engine-nodename")
 
 
@@ -51,10 +54,10 @@ def pod_spec(task: Task, restart: str = "Never") -> dict[str, Any]:
                      "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "10m"}}}]}}
 
 
-def _raw_pod(task: Task, index: int, node: str) -> dict[str, Any]:
+def raw_pod(task: Task, index: int, node: str) -> dict[str, Any]:
     pod = pod_spec(task)
     pod["metadata"]["name"] = f"raw-{index:05d}"
-    if task.method == "raw-nodename":
+    if task.method.startswith("raw-nodename"):
         pod["spec"]["nodeName"] = node
     else:
         term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
@@ -82,7 +85,7 @@ def _workload(task: Task) -> tuple[str, dict[str, Any]]:
 async def _raw(task: Task, kube: Any) -> dict[str, Any]:
     path = f"/api/v1/namespaces/{task.namespace}/pods"
     t0 = time.monotonic()
-    await asyncio.gather(*(kube.create(path, _raw_pod(task, i, node)) for i, node in enumerate(task.nodes)))
+    await asyncio.gather(*(kube.create(path, raw_pod(task, i, node)) for i, node in enumerate(task.nodes)))
     return {"create_seconds": round(time.monotonic() - t0, 2)}
 
 
@@ -220,8 +223,11 @@ async def _plain(task: Task, stop: Any) -> dict[str, Any]:
 
     kube = await raw_client(task.kubeconfig)
     cpu0 = time.process_time()
-    outcome = await (_raw(task, kube) if task.method.startswith("raw") else _controller(task, kube))
-    await asyncio.to_thread(stop.wait, 3600)
+    if task.method in STORMS:
+        outcome = await watched_storm(task, kube, stop)
+    else:
+        outcome = await (_raw(task, kube) if task.method.startswith("raw") else _controller(task, kube))
+        await asyncio.to_thread(stop.wait, 3600)
     outcome.update(cpu_seconds=round(time.process_time() - cpu0, 3), api_requests=kube.requests_sent)
     await kube.close()
     return outcome

@@ -1,10 +1,11 @@
-"""Benchmarks: `python -m benchmarks.run all|compare|finish|triggerer|tfjob|bcj|detection|report [options]`.
+"""Benchmarks: `python -m benchmarks.run all|compare|finish|triggerer|tfjob|bcj|detection|overhead|report [options]`.
 
 `all` (what `make bench` runs) starts a private control plane (controller-manager at its default client
 limits), runs every benchmark on it, stops it by PID, writes benchmarks/results/*.json and
 docs/performance.md with its plots, and prints the side-by-side ratio table. `finish` runs only the engine's
 jobs to all Succeeded (`--complete-rounds` each), for detection and cost at fleet sizes. `--quick` runs small
-sizes. The other commands run one piece, on the private plane or on `--kubeconfig`. Nothing asserts
+sizes. `overhead` (not part of `all`) splits the engine's overhead into parts (`overhead_storms`). The
+other commands run one piece, on the private plane or on `--kubeconfig`. Nothing asserts
 a time: the figures are measurements.
 """
 
@@ -43,6 +44,15 @@ def _finish(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
     return compare(kubeconfig, _ints(a.sizes), 0, methods=engines, complete_rounds=a.complete_rounds)
 
 
+def _overhead(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
+    """The engine's overhead split into parts: the raw storm, watched, with the engine's pods, and the engine."""
+    from benchmarks.compare import compare
+    from benchmarks.overhead_storms import SHAPED, WATCHED
+
+    methods = ("raw-nodename", WATCHED, SHAPED, "engine-nodename-lifted")
+    return compare(kubeconfig, _ints(a.sizes), a.rounds, methods=methods, complete_rounds=0)
+
+
 def _triggerer(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
     from benchmarks.triggerer_load import bench_triggerer
 
@@ -70,7 +80,8 @@ def _detection(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
 PIECES: dict[str, tuple[str, Callable[[str, argparse.Namespace], dict[str, Any]]]] = {
     "compare": ("compare", _compare), "finish": ("finish", _finish),
     "triggerer": ("triggerer", _triggerer), "tfjob": ("tf_job", _tfjob),
-    "bcj": ("broadcast_job", _bcj), "detection": ("detection", _detection)}
+    "bcj": ("broadcast_job", _bcj), "detection": ("detection", _detection), "overhead": ("overhead", _overhead)}
+ON_REQUEST = {"overhead"}  # pieces `all` leaves out
 
 
 def run_piece(name: str, kubeconfig: str, args: argparse.Namespace, plane: BenchPlane | None = None) -> dict[str, Any]:
@@ -114,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, key) is None:
             setattr(args, key, value)
     if args.name != "report":
-        names = [n for n in PIECES if n not in args.skip.split(",")] if args.name == "all" else [args.name]
+        skipped = {*args.skip.split(","), *ON_REQUEST}
+        names = [n for n in PIECES if n not in skipped] if args.name == "all" else [args.name]
         plane = None
         kubeconfig = args.kubeconfig
         if kubeconfig is None:

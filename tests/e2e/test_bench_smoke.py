@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.compare import compare
-from benchmarks.methods import COMPLETING, METHODS
+from benchmarks.methods import COMPLETING, DIAGNOSTIC, METHODS
 from benchmarks.report import ratio_rows
 from benchmarks.triggerer_load import bench_triggerer
 
@@ -59,3 +59,19 @@ def test_idle_jobs_in_a_real_triggerer_are_measured(kubeconfig: str) -> None:
     assert isinstance(result["blocked_warnings_total"], int)
     assert 0 <= result["blocked_warnings_during_gc"] <= result["blocked_warnings_total"]
     assert 0 <= result["gc_pauses_over_0_2s"] <= result["gc_pauses_over_0_1s"]
+
+
+def test_the_overhead_storms_run_and_are_compared_with_the_raw_node_name_storm(kubeconfig: str) -> None:
+    result = compare(kubeconfig, [NODES], rounds=1, methods=("raw-nodename", *DIAGNOSTIC), complete_rounds=0,
+                     timeout=300)
+
+    runs = {r["method"]: r for r in result["runs"]}
+    assert set(runs) == {"raw-nodename", *DIAGNOSTIC}
+    for method in DIAGNOSTIC:
+        run = runs[method]
+        assert not run.get("error"), run
+        assert run["reached"] and run["pods_running"] == NODES and run["distinct_nodes"] == NODES, run
+        assert run["watch_events"] >= NODES, run  # the watch ran: every pod's ADDED came before it was Running
+    table = {row["method"]: row for row in result["table"]}
+    assert {table[m]["raw_compared"] for m in DIAGNOSTIC} == {"raw-nodename"}
+    assert all(table[m]["vs_raw_same_pinning"] is not None for m in DIAGNOSTIC)
