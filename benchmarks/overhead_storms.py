@@ -29,15 +29,12 @@ async def _watch(kube: Any, path: str, seen: list[int], ready: asyncio.Event) ->
 
 async def _shaped_pods(task: Any, kube: Any) -> list[dict[str, Any]]:
     """The engine's pod for each node, owned by a ConfigMap as the engine's pods are by their record."""
+    from airflow_broadcast.cluster.job_records import record_view
     from airflow_broadcast.reconcilers.broadcast_job.pods import build_pod
-    from airflow_broadcast.reconcilers.observed import JobRecord
     from benchmarks.methods import pod_spec
 
     owner = await kube.create(f"/api/v1/namespaces/{task.namespace}/configmaps", {"metadata": {"name": "bcj-bench"}})
-    uid = owner["metadata"]["uid"]
-    record = JobRecord(name="bcj-bench", namespace=task.namespace, uid=uid, owner_reference={
-        "apiVersion": "v1", "kind": "ConfigMap", "name": "bcj-bench", "uid": uid, "controller": True,
-        "blockOwnerDeletion": True})
+    record = record_view(owner)  # the engine's own view of a record, and so its ownerReference
     template = pod_spec(task)
     return [build_pod("bench", task.namespace, template, record, node, by_scheduler=False) for node in task.nodes]
 
