@@ -120,7 +120,8 @@ def scenarios(airflow_env: AirflowEnv, core_api: client.CoreV1Api,
 
         def worker0(actor: Actor) -> None:
             ns = namespaces["worker0"]
-            actor.until(lambda: running_pod(core_api, ns, "firstdone-worker-0"), "worker-0 running")
+            workers = [f"firstdone-worker-{i}" for i in range(3)]
+            actor.until(lambda: all(running_pod(core_api, ns, pod) for pod in workers), "all three workers running")
             finish_pod(core_api, ns, "firstdone-worker-0")
 
         def allworkers(actor: Actor) -> None:
