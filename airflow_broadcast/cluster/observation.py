@@ -101,6 +101,7 @@ CONTAINER_KEYS = ("resources", "restartPolicy")
 PER_NODE_KEYS = ("nodeName", "affinity")  # a pinned pod's affinity names its node: sharing would not pay
 MAX_COPIES = 4096
 _copies: dict[str, Any] = {}
+_last_copy: dict[str, Any] = {}  # placement key → the copy it last returned
 
 
 def _placement_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -109,23 +110,31 @@ def _placement_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
     A cache of whole specs would hold each pod's image, volumes and env: a TFJob pod's TF_CONFIG
     lists every replica, so N cached pods would hold N² bytes.
     """
-    slim = {k: spec[k] if k in PER_NODE_KEYS else _one_copy(spec[k]) for k in PLACEMENT_KEYS if k in spec}
+    slim = {k: spec[k] if k in PER_NODE_KEYS else _one_copy(k, spec[k]) for k in PLACEMENT_KEYS if k in spec}
     for key in ("initContainers", "containers"):
         if isinstance(spec.get(key), list):
-            slim[key] = _one_copy([{k: c[k] for k in CONTAINER_KEYS if k in c} if isinstance(c, Mapping) else c
-                                   for c in spec[key]])
+            slim[key] = _one_copy(key, [{k: c[k] for k in CONTAINER_KEYS if k in c} if isinstance(c, Mapping) else c
+                                        for c in spec[key]])
     return slim
 
 
-def _one_copy(value: Any) -> Any:
+def _one_copy(slot: str, value: Any) -> Any:
     """One shared (read-only) instance of each distinct placement value: the pods of a job repeat their
-    template's tolerations and resources, and an idle triggerer holds one pod per job."""
+    template's tolerations and resources, and an idle triggerer holds one pod per job.
+
+    Pods arrive in runs of one template, so the copy last used for this slot is tried first: comparing
+    it costs far less than the canonical JSON key.
+    """
+    last = _last_copy.get(slot)
+    if last is not None and type(last) is type(value) and last == value:
+        return last
     key = json.dumps(value, sort_keys=True, separators=(",", ":"))
     kept = _copies.get(key)
     if kept is None:
         if len(_copies) >= MAX_COPIES:
             _copies.clear()
         kept = _copies[key] = value
+    _last_copy[slot] = kept
     return kept
 
 

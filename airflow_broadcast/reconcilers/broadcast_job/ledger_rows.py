@@ -7,11 +7,12 @@ inputs, so a pass recomputes only the rows whose inputs changed (see ledger).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
 from airflow_broadcast.reconcilers.broadcast_job.memo import MAX_ENTRIES, IdentityMemo
+from airflow_broadcast.reconcilers.broadcast_job.node_affinity import required_terms
 from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import FitnessCheck, compile_fitness
 from airflow_broadcast.reconcilers.broadcast_job.node_table import TERMINAL, durable
 from airflow_broadcast.reconcilers.broadcast_job.pods import (
@@ -25,6 +26,8 @@ from airflow_broadcast.reconcilers.plan import JobEvent
 
 _results: IdentityMemo[PodInfo, None, dict[str, Any]] = IdentityMemo()
 _fits: dict[str, tuple[Mapping[str, Any], FitnessCheck, NodeInfo, str | None]] = {}
+SHARED_PARTS = ("nodeSelector", "tolerations", "resources", "overhead", "initContainers", "containers")
+_templates: dict[tuple[int, ...], tuple[tuple[Any, ...], FitnessCheck]] = {}
 
 
 def pod_fits(pod: PodInfo, node: NodeInfo) -> str | None:
@@ -41,12 +44,32 @@ def pod_fits(pod: PodInfo, node: NodeInfo) -> str | None:
             return hit[3]
         check = hit[1]
     else:
-        check = compile_fitness(pod.spec)
+        check = _compiled(pod.spec)
     reason = check(node)
     if len(_fits) >= MAX_ENTRIES:
         _fits.clear()
     _fits[key] = (pod.spec, check, node, reason)
     return reason
+
+
+def _compiled(spec: Mapping[str, Any]) -> FitnessCheck:
+    """The pod's check, its template part compiled once per template.
+
+    The watch keeps one copy of each placement value that pods share (their template's selector,
+    tolerations and requests), so a pod whose shared values are the very objects of an earlier pod
+    reuses that pod's parsed requests and tolerations; only its nodeName and affinity are its own.
+    """
+    parts = tuple(spec.get(key) for key in SHARED_PARTS)
+    key = tuple(map(id, parts))
+    hit = _templates.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], parts, strict=True)):
+        base = hit[1]
+    else:
+        base = compile_fitness({k: v for k, v in zip(SHARED_PARTS, parts, strict=True) if v is not None})
+        if len(_templates) >= MAX_ENTRIES:
+            _templates.clear()
+        _templates[key] = (parts, base)  # holding the parts keeps their ids from being reused
+    return replace(base, node_name=str(spec.get("nodeName") or ""), terms=required_terms(spec))
 
 
 def _result(pod: PodInfo, _: None) -> dict[str, Any]:

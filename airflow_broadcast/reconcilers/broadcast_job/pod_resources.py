@@ -95,8 +95,14 @@ def _rounded(name: str, amount: Fraction) -> int:
 
 def allocatable(node: NodeInfo, name: str) -> int:
     """A missing or unparsable allocatable counts as 0: such a node cannot offer the resource."""
+    return _allocatable_amount(name, node.allocatable.get(name, "0"))
+
+
+@lru_cache(maxsize=4096)
+def _allocatable_amount(name: str, text: str) -> int:
+    """Nodes of a fleet repeat a few machine shapes, so each quantity text is parsed once."""
     try:
-        return _rounded(name, parse_quantity(node.allocatable.get(name, "0")))
+        return _rounded(name, parse_quantity(text))
     except QuantityError:
         return 0
 

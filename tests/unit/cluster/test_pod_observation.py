@@ -55,3 +55,13 @@ def test_pods_of_one_template_share_one_copy_of_their_tolerations_and_resources(
     assert first.spec["tolerations"] is second.spec["tolerations"]
     assert first.spec["containers"] is second.spec["containers"] == [{"resources": {"requests": {"cpu": "1"}}}]
     assert (first.node, second.node) == ("a", "b")
+
+
+def test_a_pod_whose_placement_differs_from_the_last_one_keeps_its_own_values() -> None:
+    def pod(node: str, key: str) -> dict[str, Any]:
+        return {"metadata": {"name": f"p-{node}"},
+                "spec": {"nodeName": node, "tolerations": [{"key": key, "operator": "Exists"}]}}
+
+    first, other, again = pod_info(pod("a", "k")), pod_info(pod("b", "other")), pod_info(pod("c", "k"))
+    assert other.spec["tolerations"] == [{"key": "other", "operator": "Exists"}]
+    assert again.spec["tolerations"] is first.spec["tolerations"]

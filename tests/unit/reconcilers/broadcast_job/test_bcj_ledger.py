@@ -11,6 +11,7 @@ import pytest
 from support.bcj_builders import NOW, UID, make_node, make_pod, make_record, make_spec
 
 from airflow_broadcast.reconcilers.broadcast_job import ledger, ledger_cache
+from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import FitnessCheck
 from airflow_broadcast.reconcilers.broadcast_job.reconciler import BroadcastOptions, reconcile_broadcast_job
 from airflow_broadcast.reconcilers.journal import changed_objects
 from airflow_broadcast.reconcilers.observed import NodeInfo, PodInfo
@@ -217,17 +218,20 @@ def test_a_pods_fitness_is_checked_again_only_when_its_spec_or_its_node_changed(
     checked: list[str] = []
     real = ledger_rows.compile_fitness
 
+    real_check = FitnessCheck.__call__
+
     def counting(spec: Any) -> Any:
         compiled.append(str(spec.get("nodeSelector")))
-        check = real(spec)
+        return real(spec)
 
-        def run(node: NodeInfo) -> str | None:
-            checked.append(node.name)
-            return check(node)
-        return run
+    def run(check: FitnessCheck, node: NodeInfo) -> str | None:
+        checked.append(node.name)
+        return real_check(check, node)
 
     monkeypatch.setattr(ledger_rows, "compile_fitness", counting)
+    monkeypatch.setattr(FitnessCheck, "__call__", run)
     ledger_rows._fits.clear()
+    ledger_rows._templates.clear()
     spec = make_spec()
     node = make_node("n-1", labels={"pool": "a"})
     running = make_pod("n-1", "Running", spec=spec)
@@ -239,3 +243,21 @@ def test_a_pods_fitness_is_checked_again_only_when_its_spec_or_its_node_changed(
     picky = make_pod("n-1", "Running", spec=spec, spec_changes={"nodeSelector": {"pool": "c"}})
     assert ledger_rows.pod_fits(picky, node) is not None  # a changed spec is compiled again, and no longer fits
     assert (len(compiled), checked) == (2, ["n-1", "n-1", "n-1"])
+
+
+def test_pods_of_one_template_compile_its_fitness_once_and_keep_their_own_node_name(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_broadcast.reconcilers.broadcast_job import ledger_rows
+
+    compiled: list[str] = []
+    real = ledger_rows.compile_fitness
+    monkeypatch.setattr(ledger_rows, "compile_fitness", lambda spec: compiled.append("x") or real(spec))
+    ledger_rows._fits.clear()
+    ledger_rows._templates.clear()
+    spec = make_spec(pod_spec={"nodeSelector": {"pool": "a"}})
+    pods = [make_pod(f"n-{i}", "Running", spec=spec, by_scheduler=False) for i in range(3)]
+    assert pods[0].spec["containers"] is pods[2].spec["containers"], "the watch shares the template's values"
+    assert [ledger_rows.pod_fits(pod, make_node(pod.node, labels={"pool": "a"})) for pod in pods] == [None] * 3
+    assert len(compiled) == 1
+    assert ledger_rows.pod_fits(pods[1], make_node("n-0", labels={"pool": "a"})) is not None, "pinned to n-1"
+    assert ledger_rows.pod_fits(pods[2], make_node("n-2", labels={"pool": "b"})) is not None, "the selector holds"
