@@ -16,6 +16,7 @@ from contextlib import aclosing
 from typing import Any
 
 import aiohttp
+import msgspec
 
 from airflow_broadcast.cluster.api_errors import (
     ClusterApiError,
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 
 # Bodies above this size are parsed in a worker thread so the event loop never stalls.
 _OFFLOAD_PARSE_BYTES = 256 * 1024
+_DECODER = msgspec.json.Decoder()
 
 
 class RateLimiter:
@@ -81,12 +83,21 @@ class Backoff:
         return max(delay, at_least or 0.0)
 
 
+def _loads(raw: bytes) -> Any:
+    """msgspec parses a pod about four times faster than json, which matters for every watch event;
+    json stays the judge of what msgspec refuses (NaN, lone surrogates), so nothing parses differently."""
+    try:
+        return _DECODER.decode(raw)
+    except msgspec.DecodeError:
+        return json.loads(raw)
+
+
 async def _parse_json(raw: bytes) -> Any:
     if not raw:
         return {}
     if len(raw) > _OFFLOAD_PARSE_BYTES:
-        return await asyncio.to_thread(json.loads, raw)
-    return json.loads(raw)
+        return await asyncio.to_thread(_loads, raw)
+    return _loads(raw)
 
 
 async def _parse_body(raw: bytes, verb: str, target: str) -> Any:
