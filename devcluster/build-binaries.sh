@@ -16,15 +16,42 @@ CACHE_ROOT="${AIRFLOW_BROADCAST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/airflow-b
 OUT="$CACHE_ROOT/k8s-${K8S_VERSION}-kwok-${KWOK_VERSION}-${GO_VERSION}"
 BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kwok)
 
+# kwok's own stages, from its module: nodes start Ready and then keep their status the way a kubelet with
+# node leases does (a lease renewal every 10 s, the status every 10 to 20 minutes); pods run at once.
+# The lease-less heartbeat stage (every 20-45 s, deprecated by kwok) is not used.
+STAGES=(node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
+        pod/fast/pod-ready.yaml pod/fast/pod-delete.yaml)
+
+log() { printf 'build-binaries: %s\n' "$*" >&2; }
+
+stages_current() {
+  local f
+  for f in "${STAGES[@]}"; do [ -f "$1/$(basename "$f")" ] || return 1; done
+  [ "$(find "$1" -name '*.yaml' | wc -l)" = "${#STAGES[@]}" ]
+}
+
+copy_stages() {  # $1: the directory to (re)write
+  local kwok_dir f
+  kwok_dir="$("$GO_BIN" mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')"
+  [ -n "$kwok_dir" ] || { log "could not download sigs.k8s.io/kwok@$KWOK_VERSION"; exit 1; }
+  rm -rf "$1.tmp"
+  mkdir -p "$1.tmp"
+  for f in "${STAGES[@]}"; do cp "$kwok_dir/kustomize/stage/$f" "$1.tmp/$(basename "$f")"; done
+  chmod -R u+w "$1.tmp"
+  rm -rf "$1"
+  mv "$1.tmp" "$1"
+}
+
 missing=0
 for b in "${BINARIES[@]}"; do [ -x "$OUT/bin/$b" ] || missing=1; done
-[ -d "$OUT/kwok-stages" ] || missing=1
 if [ "$missing" = 0 ]; then
+  if ! stages_current "$OUT/kwok-stages"; then
+    log "refreshing kwok's stages in $OUT/kwok-stages"
+    copy_stages "$OUT/kwok-stages"
+  fi
   echo "$OUT"
   exit 0
 fi
-
-log() { printf 'build-binaries: %s\n' "$*" >&2; }
 export GOFLAGS="-buildvcs=false -mod=mod"
 export CGO_ENABLED=0
 case "$GO_VERSION" in go1.2[7-9]*|go1.[3-9]*) export GOEXPERIMENT=nojsonv2 ;; esac
@@ -80,12 +107,7 @@ log "building kube-apiserver, kube-controller-manager, kube-scheduler"
 log "building kwok $KWOK_VERSION"
 GOBIN="$TMP/bin" "$GO_BIN" install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2
 
-kwok_dir="$("$GO_BIN" mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')"
-mkdir -p "$TMP/kwok-stages"
-for f in node/fast/node-initialize.yaml node/heartbeat/node-heartbeat.yaml pod/fast/pod-ready.yaml pod/fast/pod-delete.yaml; do
-  cp "$kwok_dir/kustomize/stage/$f" "$TMP/kwok-stages/$(basename "$f")"
-done
-chmod -R u+w "$TMP/kwok-stages"
+copy_stages "$TMP/kwok-stages"
 
 cd "$CACHE_ROOT"
 rm -rf "$TMP/src"
