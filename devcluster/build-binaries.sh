@@ -18,9 +18,10 @@ BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kwok)
 
 # kwok's own stages, from its module: nodes start Ready and then keep their status the way a kubelet with
 # node leases does (a lease renewal every 10 s, the status every 10 to 20 minutes); pods run at once.
-# The lease-less heartbeat stage (every 20-45 s, deprecated by kwok) is not used.
+# The lease-less heartbeat stage (every 20-45 s, deprecated by kwok) is not used, and pod deletion is
+# devcluster/stages/pod-delete.yaml.
 STAGES=(node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
-        pod/fast/pod-ready.yaml pod/fast/pod-delete.yaml)
+        pod/fast/pod-ready.yaml)
 
 log() { printf 'build-binaries: %s\n' "$*" >&2; }
 

@@ -29,7 +29,7 @@ from devcluster.pki import make_pki, make_tokens
 
 MARKER = "airflow-broadcast-devcluster/v1"
 REPO_ROOT = Path(__file__).resolve().parent.parent
-STAGES_FILE = Path(__file__).resolve().parent / "stages" / "pod-outcome.yaml"
+STAGES_DIR = Path(__file__).resolve().parent / "stages"  # our own kwok stages, after kwok's stock ones
 STOP_ORDER = ("kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd")
 
 
@@ -297,7 +297,7 @@ class ControlPlane:
     def _kwok_args(self, info: ClusterInfo, binaries_dir: Path) -> list[str]:
         stages_dir = binaries_dir.parent / "kwok-stages"
         docs = [p.read_text() for p in sorted(stages_dir.glob("*.yaml"))]
-        docs.append(STAGES_FILE.read_text())
+        docs += [p.read_text() for p in sorted(STAGES_DIR.glob("*.yaml"))]
         stages = self.dir / "kwok-stages.yaml"
         stages.write_text("\n---\n".join(docs))
         return [
