@@ -56,7 +56,7 @@ def _compare(result: dict[str, Any]) -> list[str]:
              "Ratios are of medians from the same run. The raw ratio compares with the raw storm of the same "
              "pinning mode (the Job, unpinned, with the affinity storm); a DaemonSet ratio below 1 is faster. "
              "The Job is Indexed (N completions, parallelism N) and unpinned: a nodeSelector on the pool, the "
-             f"scheduler places its pods. Cluster: {result.get('cluster', 'not recorded')}.",
+             f"scheduler places its pods. Cluster: {result.get('cluster', 'not recorded')}.{_quota(result)}",
              "", *ratio_rows(table), "", "![time to all Running against N](img/perf-running-vs-nodes.png)", ""]
     cost = [r for r in table if r["method"].startswith("engine")]
     if cost:
@@ -88,7 +88,7 @@ def _finish(result: dict[str, Any]) -> list[str]:
              f"{result['complete_rounds']} round(s) per size and method, code at "
              f"{(result.get('machine') or {}).get('commit', '?')}. Detection is the time from the last pod "
              "Succeeded (as the benchmark's watch saw it) to the trigger's TriggerEvent, with the trigger iterated "
-             "on after its event as Airflow's triggerer does.", "",
+             f"on after its event as Airflow's triggerer does.{_quota(result)}", "",
              "| nodes | method | detection per run (ms) | to all Succeeded (s) | CPU-s / 1,000 pod events |",
              "| --- | --- | --- | --- | --- |"]
     detected: list[float] = []
@@ -165,6 +165,17 @@ def _plane(result: dict[str, Any]) -> str:
             "them in production. At equal priority on 2 cores, the pod creates of arriving jobs load the plane, and "
             "the triggerer is descheduled long enough for short blocked warnings that no provider work explains "
             "(`--plane-nice 0` measures that).")
+
+
+def _quota(result: dict[str, Any]) -> str:
+    if "plane_cpus" not in result:
+        return " The control plane shared the machine's cores with the clients (a run from before `--plane-cpus`)."
+    cores = result["plane_cpus"]
+    if not cores:
+        return " The control plane shared the machine's cores with the clients (no CPU quota)."
+    return (f" The private control plane ran under a CPU quota of {cores:g} cores (`--plane-cpus`, a cgroup), the "
+            "same for every method; the clients ran on the rest, as in production they do not share the API "
+            "server's cores, so a client's own CPU is not taken from the plane that makes pods Running.")
 
 
 def _simple(title: str, result: dict[str, Any], keys: list[str]) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from typing import Any
 
 from benchmarks import report
 from benchmarks.common import BenchPlane, load, lowered_priority, machine, save, start_bench_plane
+from benchmarks.plane_share import cpu_quota
 
 QUICK = {"sizes": "50", "rounds": 1, "complete_rounds": 1, "counts": "10,50", "window": 20.0,
          "workers": 50, "ps": 2, "nodes": 50, "runs": 3}
@@ -47,9 +49,13 @@ def _finish(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
 def _overhead(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
     """The engine's overhead split into parts: the raw storm, watched, with the engine's pods, and the engine."""
     from benchmarks.compare import compare
+    from benchmarks.methods import PINNING
     from benchmarks.overhead_storms import SHAPED, WATCHED
 
-    methods = ("raw-nodename", WATCHED, SHAPED, "engine-nodename-lifted")
+    methods = tuple(a.methods.split(",")) if a.methods else ("raw-nodename", WATCHED, SHAPED, "engine-nodename-lifted")
+    unknown = sorted(set(methods) - set(PINNING))
+    if unknown:
+        raise SystemExit(f"--methods: unknown method(s) {', '.join(unknown)}; known: {', '.join(PINNING)}")
     return compare(kubeconfig, _ints(a.sizes), a.rounds, methods=methods, complete_rounds=0)
 
 
@@ -82,20 +88,34 @@ PIECES: dict[str, tuple[str, Callable[[str, argparse.Namespace], dict[str, Any]]
     "triggerer": ("triggerer", _triggerer), "tfjob": ("tf_job", _tfjob),
     "bcj": ("broadcast_job", _bcj), "detection": ("detection", _detection), "overhead": ("overhead", _overhead)}
 ON_REQUEST = {"overhead"}  # pieces `all` leaves out
+STORMS = {"compare", "finish", "overhead"}  # pieces run with the private plane under its CPU quota
 
 
 def run_piece(name: str, kubeconfig: str, args: argparse.Namespace, plane: BenchPlane | None = None) -> dict[str, Any]:
-    """One piece; the triggerer piece runs with the private plane at `--plane-nice` (see lowered_priority)."""
+    """One piece; the triggerer piece runs with the private plane at `--plane-nice` (see lowered_priority), the
+    storms with it under `--plane-cpus` (see plane_share)."""
     result_name, body = PIECES[name]
     cluster = ("a private control plane; kube-controller-manager at its default client limits (20 QPS, burst 30)"
                if args.kubeconfig is None else "an existing cluster, with its own controller-manager limits")
-    info = plane.running() if plane is not None and name == "triggerer" and args.plane_nice else None
-    with lowered_priority(info.pids.values() if info else (), args.plane_nice) as lowered:
+    info = plane.running() if plane is not None else None
+    pids = list(info.pids.values()) if info else []
+    nice = args.plane_nice if name == "triggerer" else 0
+    cores = plane_cpus(args) if name in STORMS else 0.0
+    with lowered_priority(pids if nice else (), nice) as lowered, cpu_quota(pids, cores) as quota:
         result = {"machine": machine(kubeconfig), "cluster": cluster, **body(kubeconfig, args)}
     if name == "triggerer":
         result["plane_nice"] = args.plane_nice if lowered else 0
+    if name in STORMS:
+        result["plane_cpus"] = quota
     save(result_name, result)
     return result
+
+
+def plane_cpus(args: argparse.Namespace) -> float:
+    """The plane's quota for the storms: by default the machine less half a core, which the clients keep."""
+    if args.plane_cpus is not None:
+        return max(0.0, float(args.plane_cpus))
+    return max(1.0, (os.cpu_count() or 2) - 0.5)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -107,6 +127,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", help="node counts of the comparison (comma-separated)")
     p.add_argument("--rounds", type=int, help="interleaved rounds to all Running per size")
     p.add_argument("--complete-rounds", type=int, help="rounds to all Succeeded per size")
+    p.add_argument("--methods", help="methods of `overhead` (comma-separated; default: the storms and the engine)")
     p.add_argument("--counts", help="idle job counts of the triggerer benchmark (comma-separated)")
     p.add_argument("--window", type=float, help="seconds each triggerer step is measured over")
     p.add_argument("--workers", type=int, help="TFJob workers")
@@ -115,6 +136,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, help="DAG runs of the detection benchmark")
     p.add_argument("--plane-nice", type=int, default=10,
                    help="niceness of the private control plane while the triggerer benchmark runs (0: unchanged)")
+    p.add_argument("--plane-cpus", type=float,
+                   help="CPUs the private control plane may use while the storms run (cgroup quota; 0: no quota; "
+                        "default: all cores but half of one)")
     return p
 
 

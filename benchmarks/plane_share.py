@@ -1,0 +1,96 @@
+"""The private control plane's CPU, held apart from the processes the benchmark measures.
+
+In production the API server, etcd and the kubelets do not run on the triggerer's cores. On a benchmark
+machine they do, and a round saturates every core, so each CPU-second a client spends watching is taken
+from the components that make its pods Running: the comparison would then measure the client's CPU as if
+it were load on the cluster. `cpu_quota` gives the plane a fixed share of the machine (a cgroup CPU quota)
+for every method alike; the clients run on what is left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+GROUP = "airflow-broadcast-bench-plane"
+PERIOD_US = 100_000
+
+
+class _Hierarchy:
+    """Where the CPU controller is mounted (cgroup v2 or v1), and the group the benchmark makes there."""
+
+    def __init__(self, mount: Path, v2: bool) -> None:
+        self.mount, self.v2 = mount, v2
+        self.group = mount / GROUP
+
+    def home(self, pid: int) -> Path:
+        """The cgroup directory `pid` is in now, in this hierarchy."""
+        for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+            hierarchy, controllers, path = line.split(":", 2)
+            if (hierarchy == "0") if self.v2 else ("cpu" in controllers.split(",")):
+                return self.mount / path.lstrip("/")
+        return self.mount
+
+    def limit(self, cores: float) -> None:
+        quota = str(int(cores * PERIOD_US))
+        if self.v2:
+            (self.group / "cpu.max").write_text(f"{quota} {PERIOD_US}")
+        else:
+            (self.group / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+            (self.group / "cpu.cfs_quota_us").write_text(quota)
+
+
+def _hierarchy() -> _Hierarchy | None:
+    """The v2 root if its CPU controller can be delegated, else the v1 CPU mount, else None."""
+    for mount in (CGROUP_ROOT, CGROUP_ROOT / "unified"):
+        control = mount / "cgroup.subtree_control"
+        if control.exists() and "cpu" in control.read_text().split():
+            return _Hierarchy(mount, v2=True)
+    v1 = CGROUP_ROOT / "cpu"
+    return _Hierarchy(v1, v2=False) if (v1 / "cpu.cfs_quota_us").exists() else None
+
+
+@contextmanager
+def cpu_quota(pids: Iterable[int], cores: float) -> Iterator[float]:
+    """Run the block with these processes (and their threads) limited to `cores` CPUs together.
+
+    Yields the quota that took effect: 0.0 when `cores` is 0 or no writable CPU cgroup exists (then the
+    plane shares the machine, and the caller records that). The processes go back to their own cgroup after.
+    """
+    pids = list(pids)
+    where = _hierarchy() if cores > 0 and pids else None
+    homes: dict[int, Path] = {}
+    try:
+        if where is not None:
+            where.group.mkdir(exist_ok=True)
+            where.limit(cores)
+            for pid in pids:
+                homes[pid] = where.home(pid)
+                (where.group / "cgroup.procs").write_text(str(pid))
+    except OSError as exc:
+        print(f"warning: the control plane's CPU quota was not set ({exc}); it shares the machine", flush=True)
+        _release(where, homes)
+        where, homes = None, {}
+    try:
+        yield cores if where is not None else 0.0
+    finally:
+        _release(where, homes)
+
+
+def _release(where: _Hierarchy | None, homes: dict[int, Path]) -> None:
+    """Every process back to its own cgroup, then the benchmark's group removed."""
+    if where is None:
+        return
+    for pid, home in homes.items():
+        try:
+            (home / "cgroup.procs").write_text(str(pid))
+        except OSError:
+            continue  # the process has ended
+    try:
+        where.group.rmdir()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        print(f"warning: could not remove the cgroup {where.group} ({exc})", flush=True)
