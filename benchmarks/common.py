@@ -13,7 +13,7 @@ import platform
 import subprocess
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -39,36 +39,6 @@ class BenchPlane(ControlPlane):
 def start_bench_plane(directory: Path = BENCH_PLANE_DIR) -> tuple[BenchPlane, str]:
     plane = BenchPlane(directory)
     return plane, plane.start(timeout=120).kubeconfig
-
-
-@contextmanager
-def lowered_priority(pids: Iterable[int], nice: int) -> Iterator[bool]:
-    """Run the block with these processes (every thread) at `nice`; yields whether it took effect.
-
-    The triggerer benchmark lowers the private control plane: in production the triggerer does not share its cores
-    with the API server, etcd and a simulator of every kubelet. Restoring a lower niceness may need privilege;
-    when it fails, the plane stays lowered until it stops, and a warning says so.
-    """
-    before: dict[int, int] = {}
-    for pid in pids:
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            tid = int(task.name)
-            try:
-                before[tid] = os.getpriority(os.PRIO_PROCESS, tid)
-                os.setpriority(os.PRIO_PROCESS, tid, nice)
-            except OSError:
-                continue
-    try:
-        yield bool(before)
-    finally:
-        for tid, value in before.items():
-            try:
-                os.setpriority(os.PRIO_PROCESS, tid, value)
-            except ProcessLookupError:
-                continue
-            except PermissionError:
-                print(f"warning: could not restore the control plane's priority (thread {tid})", flush=True)
-                break
 
 
 def core_api(kubeconfig: str) -> client.CoreV1Api:

@@ -1,5 +1,9 @@
 """The private control plane's CPU, held apart from the processes the benchmark measures.
 
+Two ways, for two kinds of benchmark: the storms give the plane a CPU quota (`cpu_quota`), the triggerer
+benchmark lowers its priority (`lowered_priority`), whose concern is the triggerer's loop lag rather than
+throughput.
+
 In production the API server, etcd and the kubelets do not run on the triggerer's cores. On a benchmark
 machine they do, and a round saturates every core, so each CPU-second a client spends watching is taken
 from the components that make its pods Running: the comparison would then measure the client's CPU as if
@@ -9,6 +13,7 @@ for every method alike; the clients run on what is left.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -94,3 +99,33 @@ def _release(where: _Hierarchy | None, homes: dict[int, Path]) -> None:
         pass
     except OSError as exc:
         print(f"warning: could not remove the cgroup {where.group} ({exc})", flush=True)
+
+
+@contextmanager
+def lowered_priority(pids: Iterable[int], nice: int) -> Iterator[bool]:
+    """Run the block with these processes (every thread) at `nice`; yields whether it took effect.
+
+    The triggerer benchmark lowers the private control plane: in production the triggerer does not share its cores
+    with the API server, etcd and a simulator of every kubelet. Restoring a lower niceness may need privilege;
+    when it fails, the plane stays lowered until it stops, and a warning says so.
+    """
+    before: dict[int, int] = {}
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            tid = int(task.name)
+            try:
+                before[tid] = os.getpriority(os.PRIO_PROCESS, tid)
+                os.setpriority(os.PRIO_PROCESS, tid, nice)
+            except OSError:
+                continue
+    try:
+        yield bool(before)
+    finally:
+        for tid, value in before.items():
+            try:
+                os.setpriority(os.PRIO_PROCESS, tid, value)
+            except ProcessLookupError:
+                continue
+            except PermissionError:
+                print(f"warning: could not restore the control plane's priority (thread {tid})", flush=True)
+                break

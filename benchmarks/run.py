@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks import report
-from benchmarks.common import BenchPlane, load, lowered_priority, machine, save, start_bench_plane
-from benchmarks.plane_share import cpu_quota
+from benchmarks.common import BenchPlane, load, machine, save, start_bench_plane
+from benchmarks.plane_share import cpu_quota, lowered_priority
 
 QUICK = {"sizes": "50", "rounds": 1, "complete_rounds": 1, "counts": "10,50", "window": 20.0,
          "workers": 50, "ps": 2, "nodes": 50, "runs": 3}

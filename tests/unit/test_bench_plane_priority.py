@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.common import lowered_priority
+from benchmarks.plane_share import lowered_priority
 
 THREADS = "import threading, time; [threading.Thread(target=time.sleep, args=(60,)).start() for _ in range(3)]; " \
           "time.sleep(60)"
