@@ -8,7 +8,9 @@ In production the API server, etcd and the kubelets do not run on the triggerer'
 machine they do, and a round saturates every core, so each CPU-second a client spends watching is taken
 from the components that make its pods Running: the comparison would then measure the client's CPU as if
 it were load on the cluster. `cpu_quota` gives the plane a fixed share of the machine (a cgroup CPU quota)
-for every method alike; the clients run on what is left.
+for every method alike, and a high CPU weight, so that it gets that share even while a client is busy (a
+quota alone only caps the plane: a busy client could still take cycles from it). The clients run on what
+is left: at least the cores the quota leaves, and whatever the plane does not use.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from pathlib import Path
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 GROUP = "airflow-broadcast-bench-plane"
 PERIOD_US = 100_000
+# The group's CPU weight, 16 times the default (v2 cpu.weight 100, v1 cpu.shares 1024): under contention the
+# plane gets its quota first, so a busy client slows itself, not the cluster it is measured against.
+WEIGHT_V2 = 1600
+SHARES_V1 = 16384
 
 
 class _Hierarchy:
@@ -42,9 +48,11 @@ class _Hierarchy:
         quota = str(int(cores * PERIOD_US))
         if self.v2:
             (self.group / "cpu.max").write_text(f"{quota} {PERIOD_US}")
+            (self.group / "cpu.weight").write_text(str(WEIGHT_V2))
         else:
             (self.group / "cpu.cfs_period_us").write_text(str(PERIOD_US))
             (self.group / "cpu.cfs_quota_us").write_text(quota)
+            (self.group / "cpu.shares").write_text(str(SHARES_V1))
 
 
 def _hierarchy() -> _Hierarchy | None:
@@ -59,7 +67,8 @@ def _hierarchy() -> _Hierarchy | None:
 
 @contextmanager
 def cpu_quota(pids: Iterable[int], cores: float) -> Iterator[float]:
-    """Run the block with these processes (and their threads) limited to `cores` CPUs together.
+    """Run the block with these processes (and their threads) limited to `cores` CPUs together, and first
+    in line for them.
 
     Yields the quota that took effect: 0.0 when `cores` is 0 or no writable CPU cgroup exists (then the
     plane shares the machine, and the caller records that). The processes go back to their own cgroup after.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -42,6 +43,7 @@ def test_v2_quota_is_written_and_the_processes_move_in_and_back(
     with cpu_quota([pid], 1.5) as quota:
         assert quota == 1.5
         assert (root / GROUP / "cpu.max").read_text() == "150000 100000"
+        assert (root / GROUP / "cpu.weight").read_text() == "1600"  # 16 times the default of 100
         assert (root / GROUP / "cgroup.procs").read_text() == str(pid)
     assert (home / "cgroup.procs").read_text() == str(pid)  # written back to the group it came from
 
@@ -56,6 +58,7 @@ def test_v1_quota_uses_the_cfs_files(tmp_path: Path, monkeypatch: pytest.MonkeyP
         assert quota == 0.75
         assert (root / "cpu" / GROUP / "cpu.cfs_quota_us").read_text() == "75000"
         assert (root / "cpu" / GROUP / "cpu.cfs_period_us").read_text() == "100000"
+        assert (root / "cpu" / GROUP / "cpu.shares").read_text() == "16384"  # 16 times the default of 1024
 
 
 def test_without_a_cpu_cgroup_the_plane_shares_the_machine_and_the_run_says_so(
@@ -92,17 +95,22 @@ def test_the_default_quota_leaves_the_clients_half_a_core(monkeypatch: pytest.Mo
 
 
 def test_on_this_machine_the_quota_holds_a_real_process_and_leaves_no_group(
-        plane_process: subprocess.Popen[bytes], capsys: pytest.CaptureFixture[str]) -> None:
+        plane_process: subprocess.Popen[bytes], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The real kernel interface where it can be written; the recorded fallback where it cannot."""
+    group = f"{GROUP}-test-{os.getpid()}"  # not the group of a benchmark running beside the tests
+    monkeypatch.setattr(plane_share, "GROUP", group)
     where = plane_share._hierarchy()
     with cpu_quota([plane_process.pid], 0.5) as quota:
         if quota:
             assert where is not None
             assert str(plane_process.pid) in (where.group / "cgroup.procs").read_text().split()
             usage = Path(f"/proc/{plane_process.pid}/cgroup").read_text()
-            assert GROUP in usage
+            assert group in usage
+            weight = where.group / ("cpu.weight" if where.v2 else "cpu.shares")
+            assert int(weight.read_text()) == (plane_share.WEIGHT_V2 if where.v2 else plane_share.SHARES_V1)
     if quota:
         assert where is not None and not where.group.exists()
-        assert GROUP not in Path(f"/proc/{plane_process.pid}/cgroup").read_text()
+        assert group not in Path(f"/proc/{plane_process.pid}/cgroup").read_text()
     else:
         assert where is None or "quota was not set" in capsys.readouterr().out
