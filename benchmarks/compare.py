@@ -2,7 +2,8 @@
 
 Each round runs every method once, in an order rotated from round to round so that noise (the other
 load on the machine, etcd compaction, GC in the control plane) falls on all methods alike. Between
-methods the namespace's pods are force-deleted and the next method waits until they are gone.
+methods the namespace's pods are force-deleted, then the namespace, and the next method waits until both
+are gone.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 import uuid
 from typing import Any
 
+from airflow_broadcast.cluster.api_errors import NotFound
 from benchmarks.common import core_api, new_namespace, node_pool, raw_client
 from benchmarks.methods import COMPLETING, DIAGNOSTIC, METHODS, PINNING, Task, child_main, spawn
 from benchmarks.podclock import PodClock
@@ -49,7 +51,8 @@ async def run_method(task: Task, timeout: float) -> dict[str, Any]:
     await kube.close()
     summary = clock.summary()
     row: dict[str, Any] = {"method": task.method, "pinning": PINNING[task.method], "nodes": len(task.nodes),
-                           "complete": task.complete, "reached": reached, **summary, **cost}
+                           "namespace": task.namespace, "complete": task.complete, "reached": reached,
+                           **summary, **cost}
     if row.get("event_epoch") and summary.get("last_succeeded_epoch"):
         row["last_done_to_event_seconds"] = round(row["event_epoch"] - summary["last_succeeded_epoch"], 3)
     if row.get("cpu_seconds") is not None and summary["pod_events"]:
@@ -57,15 +60,20 @@ async def run_method(task: Task, timeout: float) -> dict[str, Any]:
     return row
 
 
-async def _clean(kube: Any, namespace: str) -> None:
-    """Stop the controllers without cascading, force-delete every pod, wait until none is left."""
-    for path in (f"/apis/apps/v1/namespaces/{namespace}/daemonsets", f"/apis/batch/v1/namespaces/{namespace}/jobs",
-                 f"/api/v1/namespaces/{namespace}/configmaps"):
+async def _clean(kube: Any, namespace: str, timeout: float = 300.0) -> None:
+    """Leave nothing that works on into the next method's round.
+
+    The controllers go first, without cascading (they would re-create pods). Then every pod is
+    force-deleted and awaited, before anything that owns them (an engine's record): deleting an owner
+    with its dependents still there sets the garbage collector patching each of them. Last the
+    namespace, awaited until it is gone, as the namespace controller's sweep would overlap the next round.
+    """
+    for path in (f"/apis/apps/v1/namespaces/{namespace}/daemonsets", f"/apis/batch/v1/namespaces/{namespace}/jobs"):
         items, _ = await kube.list_all(path)
         for item in items:
             await kube.delete(f"{path}/{item['metadata']['name']}", propagation="Orphan")
     pods = f"/api/v1/namespaces/{namespace}/pods"
-    deadline = time.monotonic() + 600
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         items, _ = await kube.list_all(pods)
         if not items:
@@ -74,6 +82,13 @@ async def _clean(kube: Any, namespace: str) -> None:
                                                  "gracePeriodSeconds": 0})
         await asyncio.sleep(1.0)
     await kube.delete(f"/api/v1/namespaces/{namespace}")
+    while time.monotonic() < deadline:
+        try:
+            await kube.get(f"/api/v1/namespaces/{namespace}")
+        except NotFound:
+            return
+        await asyncio.sleep(0.5)
+    print(f"warning: namespace {namespace} was still being deleted after {timeout:.0f} s", flush=True)
 
 
 def compare(kubeconfig: str, sizes: list[int], rounds: int, methods: tuple[str, ...] = METHODS,

@@ -7,6 +7,8 @@ triggerer steps were measured. No assertion on a time.
 from __future__ import annotations
 
 import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
 
 from benchmarks.compare import compare
 from benchmarks.methods import COMPLETING, DIAGNOSTIC, METHODS
@@ -18,7 +20,7 @@ NODES = 50
 pytestmark = [pytest.mark.cluster, pytest.mark.airflow]
 
 
-def test_comparison_runs_every_method_and_computes_ratios(kubeconfig: str) -> None:
+def test_comparison_runs_every_method_and_computes_ratios(kubeconfig: str, core_api: client.CoreV1Api) -> None:
     result = compare(kubeconfig, [NODES], rounds=1, complete_rounds=1, timeout=300)
 
     runs = result["runs"]
@@ -45,6 +47,10 @@ def test_comparison_runs_every_method_and_computes_ratios(kubeconfig: str) -> No
     assert table["raw-affinity"]["vs_raw_same_pinning"] == 1.0  # each storm is its own pinning mode's base
     assert table["raw-nodename"]["raw_compared"] == "raw-nodename"
     assert len(ratio_rows(result["table"])) == 2 + len(METHODS)
+    for run in runs:  # each method's namespace was gone before the next method started
+        with pytest.raises(ApiException) as gone:
+            core_api.read_namespace(run["namespace"])
+        assert gone.value.status == 404, run["namespace"]
 
 
 def test_idle_jobs_in_a_real_triggerer_are_measured(kubeconfig: str) -> None:
