@@ -13,29 +13,49 @@ import queue
 import statistics
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from airflow_broadcast.cluster.api_errors import NotFound
 from benchmarks.common import core_api, new_namespace, node_pool, raw_client
 from benchmarks.methods import COMPLETING, DIAGNOSTIC, METHODS, PINNING, Task, child_main, spawn
+from benchmarks.plane_cost import cpu_spent, plane_cpu, read_requests, requests_made
 from benchmarks.podclock import PodClock
 
 RAW_OF = {"affinity": "raw-affinity", "nodename": "raw-nodename"}
 
 
-async def run_method(task: Task, timeout: float) -> dict[str, Any]:
-    """One method in a child process, timed by a pod watch in this one."""
+async def _cpu_from_first_added(clock: PodClock, pids: Mapping[str, int]) -> dict[str, float]:
+    await clock.added.wait()
+    return plane_cpu(pids)
+
+
+async def run_method(task: Task, timeout: float, plane_pids: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """One method in a child process, timed by a pod watch in this one; with `plane_pids`, also what the
+    round cost the plane (plane_cost)."""
     kube = await raw_client(task.kubeconfig)
+    pids = dict(plane_pids or {})
+    requests_before = await read_requests(kube) if pids else None
     clock = PodClock(kube, task.namespace, len(task.nodes))
     await clock.start()
+    cpu_before = asyncio.get_running_loop().create_task(_cpu_from_first_added(clock, pids))
     child, stop, results = spawn(child_main, task)
     done = "succeeded" if task.complete else "running"
     deadline = time.monotonic() + timeout
     reached = False
+    bill: dict[str, Any] = {}
     while time.monotonic() < deadline and child.is_alive():
         if await clock.wait(done, timeout=2.0):
             reached = True
             break
+    if reached and pids and cpu_before.done():
+        spent = cpu_spent(cpu_before.result(), plane_cpu(pids))
+        bill["plane_cpu_seconds"] = spent.pop("total")
+        bill["plane_cpu_by_process"] = spent
+        requests_after = await read_requests(kube)
+        if requests_before is not None and requests_after is not None:
+            bill.update(requests_made(requests_before, requests_after))
+    cpu_before.cancel()
     if not (task.complete and task.method.startswith("engine") and reached):
         stop.set()  # a completing engine ends on its own: its event is what detection is timed to
     try:
@@ -52,7 +72,7 @@ async def run_method(task: Task, timeout: float) -> dict[str, Any]:
     summary = clock.summary()
     row: dict[str, Any] = {"method": task.method, "pinning": PINNING[task.method], "nodes": len(task.nodes),
                            "namespace": task.namespace, "complete": task.complete, "reached": reached,
-                           **summary, **cost}
+                           **summary, **cost, **bill}
     if row.get("event_epoch") and summary.get("last_succeeded_epoch"):
         row["last_done_to_event_seconds"] = round(row["event_epoch"] - summary["last_succeeded_epoch"], 3)
     if row.get("cpu_seconds") is not None and summary["pod_events"]:
@@ -92,9 +112,11 @@ async def _clean(kube: Any, namespace: str, timeout: float = 300.0) -> None:
 
 
 def compare(kubeconfig: str, sizes: list[int], rounds: int, methods: tuple[str, ...] = METHODS,
-            complete_rounds: int = 1, timeout: float = 1800.0) -> dict[str, Any]:
+            complete_rounds: int = 1, timeout: float = 1800.0,
+            plane_pids: Mapping[str, int] | None = None) -> dict[str, Any]:
     """All methods at each size, `rounds` interleaved rounds to all Running, then `complete_rounds` rounds
-    of the completing methods with pods that succeed at once (to all Succeeded)."""
+    of the completing methods with pods that succeed at once (to all Succeeded). With `plane_pids` (name →
+    PID of each plane process), every row also carries what it cost the plane."""
     core = core_api(kubeconfig)
     runs: list[dict[str, Any]] = []
     pools: dict[int, float] = {}
@@ -107,7 +129,7 @@ def compare(kubeconfig: str, sizes: list[int], rounds: int, methods: tuple[str, 
             for round_no, method, complete in plan:
                 namespace = new_namespace(core, f"bench-{method.split('-')[0]}")
                 task = Task(method, kubeconfig, namespace, label, tuple(nodes), complete)
-                row = asyncio.run(run_method(task, timeout))
+                row = asyncio.run(run_method(task, timeout, plane_pids))
                 row["round"] = round_no
                 print(_progress(row), flush=True)
                 runs.append(row)
@@ -122,7 +144,7 @@ def _rotated(methods: tuple[str, ...], shift: int) -> tuple[str, ...]:
 
 def _progress(row: dict[str, Any]) -> str:
     fields = ("to_all_added_seconds", "to_all_running_seconds", "to_all_succeeded_seconds", "pods_running",
-              "cpu_seconds", "error")
+              "cpu_seconds", "plane_cpu_seconds", "plane_requests", "error")
     shown = ", ".join(f"{f}={row[f]}" for f in fields if row.get(f) is not None)
     return f"[{row['nodes']} nodes, round {row['round']}] {row['method']}: {shown}"
 
@@ -160,6 +182,8 @@ def ratio_table(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "cpu_seconds": _median(mine, "cpu_seconds"),
                 "cpu_seconds_per_1000_pod_events": _median(mine, "cpu_seconds_per_1000_pod_events"),
                 "api_requests": _median(mine, "api_requests"), "peak_rss_mib": _median(mine, "peak_rss_mib"),
+                "plane_cpu_seconds": _median(mine, "plane_cpu_seconds"),
+                "plane_requests": _median(mine, "plane_requests"),
                 "last_done_to_event_seconds": _median(
                     [r for r in completed if r["method"] == method], "last_done_to_event_seconds"),
                 "errors": [r["error"] for r in mine if r.get("error")],

@@ -31,6 +31,7 @@ class PodClock:
     nodes: dict[str, str] = field(default_factory=dict)
     events: int = 0
     _task: asyncio.Task[None] | None = None
+    added: asyncio.Event = field(default_factory=asyncio.Event)  # set at the first pod ADDED
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _version: str = ""
 
@@ -63,6 +64,7 @@ class PodClock:
         name = pod.get("metadata", {}).get("name", "")
         if kind == "ADDED":
             self.first_added = self.first_added or now
+            self.added.set()
             self.added_at.setdefault(name, now)
         node = (pod.get("spec") or {}).get("nodeName")
         if node:

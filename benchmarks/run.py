@@ -36,14 +36,16 @@ def _ints(text: str) -> list[int]:
 def _compare(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
     from benchmarks.compare import compare
 
-    return compare(kubeconfig, _ints(a.sizes), a.rounds, complete_rounds=a.complete_rounds)
+    return compare(kubeconfig, _ints(a.sizes), a.rounds, complete_rounds=a.complete_rounds,
+                   plane_pids=getattr(a, "plane_pids", None))
 
 
 def _finish(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
     from benchmarks.compare import compare
 
     engines = ("engine-affinity", "engine-nodename")
-    return compare(kubeconfig, _ints(a.sizes), 0, methods=engines, complete_rounds=a.complete_rounds)
+    return compare(kubeconfig, _ints(a.sizes), 0, methods=engines, complete_rounds=a.complete_rounds,
+                   plane_pids=getattr(a, "plane_pids", None))
 
 
 def _overhead(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
@@ -56,7 +58,8 @@ def _overhead(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
     unknown = sorted(set(methods) - set(PINNING))
     if unknown:
         raise SystemExit(f"--methods: unknown method(s) {', '.join(unknown)}; known: {', '.join(PINNING)}")
-    return compare(kubeconfig, _ints(a.sizes), a.rounds, methods=methods, complete_rounds=0)
+    return compare(kubeconfig, _ints(a.sizes), a.rounds, methods=methods, complete_rounds=0,
+                   plane_pids=getattr(a, "plane_pids", None))
 
 
 def _triggerer(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
@@ -99,6 +102,7 @@ def run_piece(name: str, kubeconfig: str, args: argparse.Namespace, plane: Bench
                if args.kubeconfig is None else "an existing cluster, with its own controller-manager limits")
     info = plane.running() if plane is not None else None
     pids = list(info.pids.values()) if info else []
+    args.plane_pids = dict(info.pids) if info else {}  # what each storm's round cost the plane (plane_cost)
     nice = args.plane_nice if name == "triggerer" else 0
     cores = plane_cpus(args) if name in STORMS else 0.0
     with lowered_priority(pids if nice else (), nice) as lowered, cpu_quota(pids, cores) as quota:

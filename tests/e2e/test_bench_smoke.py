@@ -14,6 +14,7 @@ from benchmarks.compare import compare
 from benchmarks.methods import COMPLETING, DIAGNOSTIC, METHODS
 from benchmarks.report import ratio_rows
 from benchmarks.triggerer_load import bench_triggerer
+from devcluster.control_plane import ClusterInfo
 
 NODES = 50
 
@@ -67,9 +68,9 @@ def test_idle_jobs_in_a_real_triggerer_are_measured(kubeconfig: str) -> None:
     assert 0 <= result["gc_pauses_over_0_2s"] <= result["gc_pauses_over_0_1s"]
 
 
-def test_the_overhead_storms_run_and_are_compared_with_the_raw_node_name_storm(kubeconfig: str) -> None:
-    result = compare(kubeconfig, [NODES], rounds=1, methods=("raw-nodename", *DIAGNOSTIC), complete_rounds=0,
-                     timeout=300)
+def test_the_overhead_storms_run_and_are_compared_with_the_raw_node_name_storm(cluster: ClusterInfo) -> None:
+    result = compare(cluster.kubeconfig, [NODES], rounds=1, methods=("raw-nodename", *DIAGNOSTIC),
+                     complete_rounds=0, timeout=300, plane_pids=cluster.pids)
 
     runs = {r["method"]: r for r in result["runs"]}
     assert set(runs) == {"raw-nodename", *DIAGNOSTIC}
@@ -78,6 +79,12 @@ def test_the_overhead_storms_run_and_are_compared_with_the_raw_node_name_storm(k
         assert not run.get("error"), run
         assert run["reached"] and run["pods_running"] == NODES and run["distinct_nodes"] == NODES, run
         assert run["watch_events"] >= NODES, run  # the watch ran: every pod's ADDED came before it was Running
+    for run in runs.values():  # each round's bill to the plane: its processes' CPU and the pods it created
+        assert set(run["plane_cpu_by_process"]) == set(cluster.pids), run
+        assert run["plane_cpu_seconds"] == pytest.approx(sum(run["plane_cpu_by_process"].values()), abs=0.05)
+        assert run["plane_cpu_by_process"]["kube-apiserver"] > 0, run
+        assert run["plane_requests_top"].get("POST pods", 0) >= NODES, run
+        assert run["plane_requests"] >= sum(run["plane_requests_top"].values()), run
     table = {row["method"]: row for row in result["table"]}
     assert {table[m]["raw_compared"] for m in DIAGNOSTIC} == {"raw-nodename"}
     assert all(table[m]["vs_raw_same_pinning"] is not None for m in DIAGNOSTIC)
