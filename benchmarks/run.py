@@ -37,7 +37,7 @@ def _compare(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
     from benchmarks.compare import compare
 
     return compare(kubeconfig, _ints(a.sizes), a.rounds, complete_rounds=a.complete_rounds,
-                   plane_pids=getattr(a, "plane_pids", None))
+                   plane_pids=a.plane_pids)
 
 
 def _finish(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
@@ -45,7 +45,7 @@ def _finish(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
 
     engines = ("engine-affinity", "engine-nodename")
     return compare(kubeconfig, _ints(a.sizes), 0, methods=engines, complete_rounds=a.complete_rounds,
-                   plane_pids=getattr(a, "plane_pids", None))
+                   plane_pids=a.plane_pids)
 
 
 def _overhead(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
@@ -59,7 +59,7 @@ def _overhead(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
     if unknown:
         raise SystemExit(f"--methods: unknown method(s) {', '.join(unknown)}; known: {', '.join(PINNING)}")
     return compare(kubeconfig, _ints(a.sizes), a.rounds, methods=methods, complete_rounds=0,
-                   plane_pids=getattr(a, "plane_pids", None))
+                   plane_pids=a.plane_pids)
 
 
 def _triggerer(kubeconfig: str, a: argparse.Namespace) -> dict[str, Any]:
@@ -143,6 +143,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--plane-cpus", type=float,
                    help="CPUs the private control plane may use while the storms run (cgroup quota; 0: no quota; "
                         "default: all cores but half of one)")
+    p.set_defaults(plane_pids={})  # set by run_piece: the private plane's processes, whose CPU each storm round bills
     return p
 
 
