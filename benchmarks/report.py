@@ -44,8 +44,16 @@ def _machine(results: dict[str, dict[str, Any]]) -> str:
         return "(no machine description recorded)"
     return (f"{m.get('cores')} cores ({m.get('cpu')}), {m.get('ram_gib')} GiB RAM, Linux {m.get('kernel')}, "
             f"Python {m.get('python')}, Airflow {m.get('airflow')}, Kubernetes {m.get('kubernetes')} with kwok, "
-            f"{''.join(m.get('etcd') or [])}, commit {m.get('commit')}; load average at start "
-            f"{', '.join(f'{x:.2f}' for x in m.get('load_average_at_start', []))}")
+            f"{''.join(m.get('etcd') or [])}. Each section names the commit its run measured")
+
+
+def _code(result: dict[str, Any]) -> str:
+    """The commit a result's run measured, and the load it started under: results are refreshed piece by piece."""
+    m = result.get("machine") or {}
+    if not m.get("commit"):
+        return ""
+    load = ", ".join(f"{x:.2f}" for x in m.get("load_average_at_start", []))
+    return f" Code at {m['commit']}" + (f"; load average at start {load}." if load else ".")
 
 
 def _compare(result: dict[str, Any]) -> list[str]:
@@ -56,7 +64,8 @@ def _compare(result: dict[str, Any]) -> list[str]:
              "Ratios are of medians from the same run. The raw ratio compares with the raw storm of the same "
              "pinning mode (the Job, unpinned, with the affinity storm); a DaemonSet ratio below 1 is faster. "
              "The Job is Indexed (N completions, parallelism N) and unpinned: a nodeSelector on the pool, the "
-             f"scheduler places its pods. Cluster: {result.get('cluster', 'not recorded')}.{_quota(result)}",
+             f"scheduler places its pods. Cluster: {result.get('cluster', 'not recorded')}.{_quota(result)}"
+             f"{_code(result)}",
              "", *ratio_rows(table), "", "![time to all Running against N](img/perf-running-vs-nodes.png)", ""]
     cost = [r for r in table if r["method"].startswith("engine")]
     if cost:
@@ -123,7 +132,8 @@ def _triggerer(result: dict[str, Any]) -> list[str]:
              "of DAGs of 50 tasks and defer 50 at a time, a second apart (Airflow's triggerer supervisor "
              "deserializes a trigger's whole DAG for every new trigger, so one 1,000-task DAG would make "
              "Airflow's own start-up quadratic). Each step is "
-             f"measured over {result['steps'][0]['window_seconds']} s once every pod runs.{_plane(result)}", "",
+             f"measured over {result['steps'][0]['window_seconds']} s once every pod runs.{_plane(result)}"
+             f"{_code(result)}", "",
              "| jobs | loop lag p50 / p99 / max (ms) | blocked warnings (window) | triggerer RSS (MiB) "
              "| trigger runner RSS (MiB) | provider API requests/s | seconds to all Running |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -179,7 +189,8 @@ def _quota(result: dict[str, Any]) -> str:
 
 
 def _simple(title: str, result: dict[str, Any], keys: list[str]) -> list[str]:
-    lines = [f"## {title}", "", "| figure | value |", "| --- | --- |"]
+    code = _code(result).strip()
+    lines = [f"## {title}", "", *([code, ""] if code else []), "| figure | value |", "| --- | --- |"]
     lines += [f"| {k} | {_fmt(result.get(k))} |" for k in keys if k in result]
     return [*lines, ""]
 
