@@ -85,7 +85,7 @@ def _compare(result: dict[str, Any]) -> list[str]:
         commit = (result.get("machine") or {}).get("commit", "?")
         lines += [f"Detection in the engine's process (last pod Succeeded, as the benchmark's watch saw it, to the "
                   f"trigger's TriggerEvent), in this comparison (code at {commit}): p50 "
-                  f"{ordered[len(ordered) // 2] * 1000:.0f} ms over {len(ordered)} jobs (max "
+                  f"{_median_ms(ordered):.0f} ms over {len(ordered)} jobs (max "
                   f"{ordered[-1] * 1000:.0f} ms).", ""]
     return lines
 
