@@ -59,7 +59,8 @@ def _code(result: dict[str, Any]) -> str:
 def _compare(result: dict[str, Any]) -> list[str]:
     table = result["table"]
     lines = ["## Side by side: time to all Running", "",
-             f"{result['rounds']} interleaved round(s) per size to all Running (order rotated each round), then "
+             f"{result['rounds']} interleaved round(s) per size to all Running (each pair of rounds in one order, "
+             "forwards then backwards; the next pair starts one method further on), then "
              f"{result['complete_rounds']} round(s) of the completing methods with pods that succeed at once. "
              "Ratios are of medians from the same run. The raw ratio compares with the raw storm of the same "
              "pinning mode (the Job, unpinned, with the affinity storm); a DaemonSet ratio below 1 is faster. "
