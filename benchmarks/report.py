@@ -83,9 +83,8 @@ def _compare(result: dict[str, Any]) -> list[str]:
     detect = [x["last_done_to_event_seconds"] for x in result["runs"] if x.get("last_done_to_event_seconds")]
     if detect:
         ordered = sorted(detect)
-        commit = (result.get("machine") or {}).get("commit", "?")
         lines += [f"Detection in the engine's process (last pod Succeeded, as the benchmark's watch saw it, to the "
-                  f"trigger's TriggerEvent), in this comparison (code at {commit}): p50 "
+                  f"trigger's TriggerEvent), in this comparison: p50 "
                   f"{_median_ms(ordered):.0f} ms over {len(ordered)} jobs (max "
                   f"{ordered[-1] * 1000:.0f} ms).", ""]
     return lines
@@ -95,8 +94,8 @@ def _finish(result: dict[str, Any]) -> list[str]:
     """Engine-only runs to all Succeeded: detection and cost per size and pinning mode."""
     lines = ["## Detection at fleet size", "",
              "`python -m benchmarks.run finish`: the engine's jobs only, pods that succeed at once, "
-             f"{result['complete_rounds']} round(s) per size and method, code at "
-             f"{(result.get('machine') or {}).get('commit', '?')}. Detection is the time from the last pod "
+             f"{result['complete_rounds']} round(s) per size and method.{_code(result)} Detection is the time "
+             "from the last pod "
              "Succeeded (as the benchmark's watch saw it) to the trigger's TriggerEvent, with the trigger iterated "
              f"on after its event as Airflow's triggerer does.{_quota(result)}", "",
              "| nodes | method | detection per run (ms) | to all Succeeded (s) | CPU-s / 1,000 pod events |",
