@@ -21,7 +21,7 @@ from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.connection_warmup import warm_connections
 from airflow_broadcast.cluster.informers import Informer
 from airflow_broadcast.cluster.job_events import EventRecorder
-from airflow_broadcast.cluster.job_records import write_record
+from airflow_broadcast.cluster.job_records import get_record, write_record
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.cluster.record_parts import write_parts
 from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan
@@ -83,6 +83,8 @@ class PlanExecutor:
     async def apply(self, plan: Plan, record: Mapping[str, Any], events: EventRecorder) -> ApplyResult:
         result = ApplyResult()
         child_events: list[JobEvent] = []
+        if plan.create_pods or plan.create_services or plan.create_objects:
+            await self._confirm_owner(record)
         if plan.deletes:
             await self._delete_all(plan.deletes, result, child_events)
         if plan.create_objects:
@@ -103,6 +105,19 @@ class PlanExecutor:
             job_metrics.count_job_events(self.kind, self.namespace, plan.events)
         await events.record([*child_events, *plan.events])
         return result
+
+    async def _confirm_owner(self, record: Mapping[str, Any]) -> None:
+        """X4: create only for a record the cluster still has, under the uid the loop runs for.
+
+        The cache can lag a deletion while the collector already removes the job's pods; a pass
+        woken by those removals would otherwise re-create pods for a gone owner. One GET per
+        pass that creates; NotFound sends the loop to its gone check.
+        """
+        name = str((record.get("metadata") or {}).get("name") or "")
+        fresh = await get_record(self.client, self.namespace, name)
+        if fresh is None or (fresh.get("metadata") or {}).get("uid") != self.record_uid:
+            raise NotFound(404, "NotFound", f"job record {self.namespace}/{name} (uid {self.record_uid}) is gone",
+                           verb="GET", target=name)
 
     async def _delete_all(self, deletes: Sequence[DeleteChild], result: ApplyResult,
                           events: list[JobEvent]) -> None:

@@ -88,6 +88,7 @@ async def apply(api: FakeApi, plan: Plan, *, style: ChildEventStyle | None = Non
         return await original_gather(*aws, **kwargs)
 
     record = record or RECORD
+    api.existing.setdefault(record["metadata"]["name"], record)  # the executor creates only for a live record
     asyncio.gather = batched_gather  # type: ignore[assignment]
     try:
         executor = PlanExecutor(api, "ns", record["metadata"]["uid"], style=style or ChildEventStyle())  # type: ignore[arg-type]

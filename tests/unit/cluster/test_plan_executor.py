@@ -241,3 +241,16 @@ async def test_the_warm_up_never_opens_more_connections_than_the_client_may_use(
     assert len(api.warm_gets) == 5
     api.warm_error = e.ServerError(503, "ServiceUnavailable", "")
     assert await warm_connections(api, 3) == 0  # type: ignore[arg-type]
+
+
+async def test_X4_a_plan_that_creates_for_a_record_gone_or_recreated_raises_not_found_and_sends_nothing() -> None:
+    api = FakeApi(existing={"bcj-x": {"metadata": {"name": "bcj-x", "namespace": "ns", "uid": "a-new-uid"}}})
+    with pytest.raises(e.NotFound, match="record-uid"):
+        await apply(api, status_plan([pod("p0"), pod("p1")]))
+    assert api.batches == [] and api.written == [] and api.events == []
+
+
+async def test_X4_a_plan_that_creates_nothing_does_not_look_the_record_up() -> None:
+    api = FakeApi(existing={"bcj-x": {"metadata": {"name": "bcj-x", "namespace": "ns", "uid": "a-new-uid"}}})
+    await apply(api, Plan(status={"active": 0}))
+    assert len(api.written) == 1  # its resourceVersion meets a re-created record with a 409

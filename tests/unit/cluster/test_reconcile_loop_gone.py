@@ -57,3 +57,22 @@ async def test_X4_a_gone_job_ends_its_loop_with_no_further_write_and_no_subscrip
     assert not records._subscribers.get("hello")
     assert not watched.children._subscribers.get(submission.uid)
     assert watched.nodes is not None and not watched.nodes._subscribers.get("*")
+
+
+async def test_X4_a_pass_woken_by_the_collector_creates_nothing_for_a_record_its_cache_still_holds(
+        env: FakeEngine) -> None:
+    """The record watch lags; the collector removes the pods; the pass those removals wake must not re-create them."""
+    submission, loop = await env.running_broadcast_job(2)
+    await env.fake.wait_for(lambda: env.status(KIND, "hello").get("active") == 2,
+                            what="the first pass to write its status")
+    env.fake.hold_watches(f"{records_path(NAMESPACE)}*")
+    before = writes(env)
+
+    env.fake.delete(record_path(NAMESPACE, submission.name))
+    assert not env.pods(), "the collector took the pods with their owner"
+    outcome = await asyncio.wait_for(loop, 5)
+
+    assert outcome.reason == "gone" and submission.uid in outcome.message
+    assert writes(env) == before, "no pod is re-created for a gone owner, and no status is written"
+    assert not env.pods(), "nothing was left for the collector to take again"
+    env.fake.release_watches()
