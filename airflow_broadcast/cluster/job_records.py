@@ -135,6 +135,14 @@ async def get_record(client: KubeClient, namespace: str, name: str) -> JsonDict 
         return None
 
 
+async def current_record(client: KubeClient, namespace: str, name: str, uid: str) -> JsonDict | None:
+    """The record as the cluster has it now; None when it is gone or was re-created under another uid."""
+    fresh = await get_record(client, namespace, name)
+    if fresh is None or (fresh.get("metadata") or {}).get("uid") != uid:
+        return None
+    return fresh
+
+
 async def write_record(client: KubeClient, raw: Mapping[str, Any], status: Mapping[str, Any] | None,
                        annotations: Mapping[str, str | None], *, manifest: Mapping[str, Any] | None = None) -> JsonDict:
     """PUT the record with its resourceVersion (and a new manifest, if given); a concurrent writer gets a Conflict."""
@@ -171,12 +179,12 @@ async def record_in_cluster(client: KubeClient, records: Informer[JsonDict], nam
     tells that apart from a deleted one. A failed GET counts as present: the caller looks again.
     """
     try:
-        fresh = await get_record(client, namespace, record_name)
+        fresh = await current_record(client, namespace, record_name, uid)
     except ClusterApiError as exc:
         log.warning("could not read job record %s/%s: %s", namespace, record_name, exc.describe())
         await asyncio.sleep(1.0)
         return True
-    if fresh is None or (fresh.get("metadata") or {}).get("uid") != uid:
+    if fresh is None:
         return False
     records.upsert(fresh, notify=False)  # the cache's own transform strips and shares
     return True

@@ -21,7 +21,7 @@ from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.connection_warmup import warm_connections
 from airflow_broadcast.cluster.informers import Informer
 from airflow_broadcast.cluster.job_events import EventRecorder
-from airflow_broadcast.cluster.job_records import get_record, write_record
+from airflow_broadcast.cluster.job_records import current_record, write_record
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.cluster.record_parts import write_parts
 from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan
@@ -114,8 +114,7 @@ class PlanExecutor:
         pass that creates; NotFound sends the loop to its gone check.
         """
         name = str((record.get("metadata") or {}).get("name") or "")
-        fresh = await get_record(self.client, self.namespace, name)
-        if fresh is None or (fresh.get("metadata") or {}).get("uid") != self.record_uid:
+        if await current_record(self.client, self.namespace, name, self.record_uid) is None:
             raise NotFound(404, "NotFound", f"job record {self.namespace}/{name} (uid {self.record_uid}) is gone",
                            verb="GET", target=name)
 
