@@ -12,6 +12,14 @@ from benchmarks.report_text import client_limits_section, design
 DOC = REPO_ROOT / "docs" / "performance.md"
 
 
+TF_INTRO = ("`python -m benchmarks.run tfjob`: one TFJob in the engine's own process, its pods on kwok nodes. "
+            "Workers succeed 5 s after they start, the PS run on, and the chief succeeds after `chief_seconds`, "
+            "which `job_seconds` includes: the job succeeds with its chief, and a chief that ended within seconds "
+            "would end the job before its last batches of pods were created. `pods`, `pods_succeeded` and "
+            "`services` are counted after the job succeeded (`cleanPodPolicy: None`); peak RSS is the engine "
+            "process's.")
+
+
 def _fmt(value: Any, suffix: str = "") -> str:
     if value is None:
         return "n/a"
@@ -188,8 +196,8 @@ def _quota(result: dict[str, Any]) -> str:
             "server's cores, so a client's own CPU is not taken from the plane that makes pods Running.")
 
 
-def _simple(title: str, result: dict[str, Any], keys: list[str]) -> list[str]:
-    code = _code(result).strip()
+def _simple(title: str, result: dict[str, Any], keys: list[str], intro: str = "") -> list[str]:
+    code = " ".join(x for x in (intro, _code(result).strip()) if x)
     lines = [f"## {title}", "", *([code, ""] if code else []), "| figure | value |", "| --- | --- |"]
     lines += [f"| {k} | {_fmt(result.get(k))} |" for k in keys if k in result]
     return [*lines, ""]
@@ -218,8 +226,10 @@ def render() -> str:
                           "last_done_to_task_success_p50_seconds_finish_in_triggerer",
                           "last_done_to_task_success_max_seconds_finish_in_triggerer", "task_states"])
     if results["tf_job"]:
-        lines += _simple("TFJob", results["tf_job"], ["chief", "ps", "workers", "condition", "pods", "services",
-                                                       "job_seconds", "engine_peak_rss_mib", "engine_cpu_seconds"])
+        lines += _simple("TFJob", results["tf_job"], ["chief", "ps", "workers", "chief_seconds", "condition",
+                                                       "pods", "pods_succeeded", "services", "job_seconds",
+                                                       "engine_peak_rss_mib", "engine_cpu_seconds", "api_requests"],
+                         TF_INTRO)
     if results["broadcast_job"]:
         lines += _simple("BroadcastJob through `airflow dags test`", results["broadcast_job"],
                          ["nodes", "task_state", "dags_test_wall_seconds", "to_all_succeeded_seconds",
