@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from airflow_broadcast.config import Settings
+from benchmarks import overhead_runs
 
 DESIGN_TEMPLATE = Path(__file__).with_name("performance_design.md")
 
@@ -26,7 +27,8 @@ def _rollout(qps: float) -> str:
 
 def design() -> str:
     qps, burst = _limits()
-    return DESIGN_TEMPLATE.read_text().format(qps=f"{qps:g}", burst=burst, rollout=_rollout(qps))
+    return DESIGN_TEMPLATE.read_text().format(qps=f"{qps:g}", burst=burst, rollout=_rollout(qps),
+                                              overhead_runs=overhead_runs.table(overhead_runs.load_runs()))
 
 
 def client_limits_section() -> str:
