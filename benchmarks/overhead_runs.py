@@ -65,6 +65,15 @@ def _cell(ratios: tuple[float, float, list[float]] | None) -> tuple[str, str]:
     return f"{of_medians:.2f}", f"{paired:.2f} ({min(per_round):.2f} to {max(per_round):.2f})"
 
 
+def _within(rows: list[dict[str, Any]], which: int, goal: float = 1.1) -> str:
+    """The runs whose engine ratio (0: of medians, 1: paired) is at most `goal` at every size, or "none"."""
+    runs: dict[str, bool] = {}
+    for r in rows:
+        runs[r["file"]] = runs.get(r["file"], True) and round(r["engine"][which], 2) <= goal
+    met = [f"`{name}`" for name, ok in runs.items() if ok]
+    return ", ".join(met) if met else "none"
+
+
 def table(results: dict[str, dict[str, Any]]) -> str:
     """The markdown table of every run, and the pooled paired ratio of the runs with the plane under a quota."""
     rows = run_rows(results)
@@ -87,7 +96,8 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         shaped = [x for r in quota_rows for x in r["engine_over_shaped"]]
         if shaped:
             against_shaped.append(f"{statistics.median(shaped):.2f} at {nodes:,} nodes ({len(shaped)} rounds)")
-    summary = []
+    summary = [f"Runs with the engine at 1.1 or less of the raw storm at every size they ran: by the ratio of "
+               f"medians, {_within(rows, 0)}; by the paired ratio, {_within(rows, 1)}."]
     if pooled:
         summary.append("Pooled over every run with the plane under its quota, the median paired ratio of the engine "
                        "to the raw storm is " + " and ".join(pooled) + ".")

@@ -54,3 +54,14 @@ def test_the_table_lists_each_run_and_pools_only_runs_with_the_plane_under_a_quo
     assert "| 1,000 | `overhead-b.json` | abc1234 | AMD EPYC | none (shared cores) | 1 | 2.00 |" in text
     assert "is 1.10 at 1,000 nodes (2 rounds, 1 of them at 1.1 or less)" in text
     assert "the same round has a median of 1.10 at 1,000 nodes (2 rounds)" in text
+
+
+def test_a_run_counts_as_within_the_goal_only_if_every_size_it_ran_is() -> None:
+    both = {"raw-nodename": [4.0, 4.0], "engine-nodename-lifted": [4.0, 4.4]}
+    one = {"raw-nodename": [4.0, 4.0], "engine-nodename-lifted": [4.8, 4.8]}
+    results = {"overhead-a.json": {**_result(both), "runs": [*_result(both)["runs"], *_result(both, 3000)["runs"]]},
+               "overhead-b.json": {**_result(both), "runs": [*_result(both)["runs"], *_result(one, 3000)["runs"]]}}
+
+    text = overhead_runs.table(results)
+
+    assert "by the ratio of medians, `overhead-a.json`; by the paired ratio, `overhead-a.json`." in text
