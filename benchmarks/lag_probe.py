@@ -29,12 +29,16 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from airflow_broadcast.triggers.loop_lag import LoopLag
 
 
-def provider_requests() -> int:
-    """Requests sent so far by every shared client of the provider on the running loop."""
+def provider_requests() -> tuple[int, dict[str, int]]:
+    """Requests sent so far by every shared client of the provider on the running loop: in all, and by route."""
     from airflow_broadcast.cluster import shared_clients
 
     clients = shared_clients._clients.get(asyncio.get_running_loop(), {})
-    return sum(client.requests_sent for client in clients.values())
+    routes: dict[str, int] = {}
+    for client in clients.values():
+        for route, count in client.requests_by_route.items():
+            routes[route] = routes.get(route, 0) + count
+    return sum(client.requests_sent for client in clients.values()), routes
 
 
 def rss_kib() -> int:
@@ -98,7 +102,8 @@ class LagProbeTrigger(BaseTrigger):
         try:
             while not await asyncio.to_thread(os.path.exists, self.stop_path):
                 await asyncio.sleep(self.flush_seconds)
-                line = {"t": time.time(), "lag": lag.samples[written:], "requests": provider_requests(),
+                requests, routes = provider_requests()
+                line = {"t": time.time(), "lag": lag.samples[written:], "requests": requests, "routes": routes,
                         "runner_rss_kib": rss_kib(), "pid": os.getpid(), "gc": collections.pauses[gc_written:]}
                 written, gc_written = len(lag.samples), len(collections.pauses)
                 await asyncio.to_thread(self._append, json.dumps(line) + "\n")

@@ -156,7 +156,7 @@ def _triggerer(result: dict[str, Any]) -> list[str]:
               f"trigger runner), {_fmt(result.get('runner_rss_kib_per_idle_job'), ' KiB')} in the trigger runner "
               "process, where the triggers and the provider's code run. \"Triggerer's async thread was blocked\" "
               f"warnings over the whole run, job start-up included: {result['blocked_warnings_total']}.{_gc(result)}",
-              "", "![loop lag against job count](img/perf-loop-lag-vs-jobs.png)", ""]
+              *_routes(result["steps"]), "", "![loop lag against job count](img/perf-loop-lag-vs-jobs.png)", ""]
     floor = result.get("floor")
     if floor:
         lines += ["Comparator, run next in a fresh triggerer: the same counts of Airflow's own `DateTimeTrigger` "
@@ -241,6 +241,18 @@ def render() -> str:
 def write(path: Path = DOC) -> Path:
     path.write_text(render())
     return path
+
+
+def _routes(steps: list[dict[str, Any]]) -> list[str]:
+    """What the provider's idle requests were, step by step (results from before the count by route had none)."""
+    if not any("provider_requests_in_window" in s for s in steps):
+        return []
+    counted = [(s["jobs"], s["provider_requests_in_window"]) for s in steps if "provider_requests_in_window" in s]
+    parts = [f"{jobs:,} jobs: " + (", ".join(f"{route} {n}" for route, n in routes.items()) or "none")
+             for jobs, routes in counted]
+    return ["", "The provider's API requests in each step's window, by route: " + "; ".join(parts) + ". A watch "
+            "ends after 240 s and is opened again (`WATCH`), one per watched collection and namespace, whatever the "
+            "number of jobs."]
 
 
 def _gc(result: dict[str, Any]) -> str:

@@ -143,6 +143,7 @@ class Load:
         inside = [x for x in lines if t0 <= x["t"] <= t1]
         lag = [s for x in inside for s in x["lag"]]
         requests = (inside[-1]["requests"] - inside[0]["requests"]) if len(inside) > 1 else None
+        routes = _route_counts(inside[0], inside[-1]) if len(inside) > 1 else {}
         span = (inside[-1]["t"] - inside[0]["t"]) if len(inside) > 1 else None
         return {
             "jobs": self.jobs, "window_seconds": round(t1 - t0, 1), "lag_samples": len(lag),
@@ -152,7 +153,15 @@ class Load:
             "triggerer_rss_mib": round((rss0 + rss1) / 2 / 1024, 1),
             "runner_rss_mib": round(inside[-1]["runner_rss_kib"] / 1024, 1) if inside else None,
             "provider_requests_per_second": round(requests / span, 3) if requests is not None and span else None,
+            "provider_requests_in_window": routes,
         }
+
+
+def _route_counts(first: dict[str, Any], last: dict[str, Any]) -> dict[str, int]:
+    """The requests sent between two probe lines, by route (`LIST pods`, `WATCH configmaps`, ...)."""
+    before, after = first.get("routes") or {}, last.get("routes") or {}
+    counts = {route: n - before.get(route, 0) for route, n in after.items()}
+    return {route: n for route, n in sorted(counts.items()) if n}
 
 
 def _request_snapshot(folder: Path, step: str) -> None:

@@ -65,3 +65,20 @@ def api_path(api_version: str, plural: str, *, namespace: str | None = None, nam
     if subresource is not None:
         path += f"/{_checked(subresource, 'subresource', 'label')}"
     return path
+
+
+def request_route(verb: str, path: str) -> str:
+    """`VERB resource[/subresource]` of a request, without its namespace and name: what request counts key on.
+
+    A GET of a collection is a LIST, so `LIST pods`, `GET configmaps`, `WATCH nodes`, `PUT configmaps`.
+    """
+    parts = [p for p in path.split("?", 1)[0].split("/") if p]
+    resource = parts[:1] in (["api"], ["apis"])
+    parts = parts[2:] if parts[:1] == ["api"] else parts[3:] if parts[:1] == ["apis"] else parts
+    if parts[:1] == ["namespaces"] and len(parts) > 2:
+        parts = parts[2:]
+    if not parts:
+        return f"{verb} -"
+    if verb == "GET" and resource and len(parts) == 1:
+        verb = "LIST"
+    return f"{verb} {parts[0]}" + (f"/{parts[2]}" if len(parts) > 2 else "")

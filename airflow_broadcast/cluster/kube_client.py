@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import random
+from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
 from typing import Any
@@ -24,6 +25,7 @@ from airflow_broadcast.cluster.api_errors import (
     TransportError,
     error_from_response,
 )
+from airflow_broadcast.cluster.api_paths import request_route
 from airflow_broadcast.specs.api_types import JsonDict
 
 __all__ = ["Backoff", "JsonDict", "KubeClient", "RateLimiter"]  # JsonDict: the cluster layer imports it from here
@@ -121,9 +123,14 @@ class KubeClient:
         self.request_timeout = request_timeout
         self.max_retries = max_retries
         self.requests_sent = 0
+        self.requests_by_route: Counter[str] = Counter()  # see api_paths.request_route
 
     async def close(self) -> None:
         await self._api.close()
+
+    def _count(self, verb: str, path: str) -> None:
+        self.requests_sent += 1
+        self.requests_by_route[request_route(verb, path)] += 1
 
     # ---- plain requests ---------------------------------------------------------------
     async def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None,
@@ -152,7 +159,7 @@ class KubeClient:
     async def _request_once(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
                             content_type: str, timeout: float | None, raw_body: bool = False) -> Any:
         await self.limiter.acquire()
-        self.requests_sent += 1
+        self._count(method, path)
         headers = {"Accept": "*/*" if raw_body else "application/json", "Content-Type": content_type}
         try:
             async with self._inflight:
@@ -260,7 +267,7 @@ class KubeClient:
         TransportError. A line longer than `max_line_bytes` is cut there, so memory stays bounded.
         """
         await self.limiter.acquire()
-        self.requests_sent += 1
+        self._count(verb, path)
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=read_timeout)
         try:
             resp = await self._api.call_api(

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from airflow_broadcast.cluster.api_paths import InvalidApiPath, api_path
+from airflow_broadcast.cluster.api_paths import InvalidApiPath, api_path, request_route
 from airflow_broadcast.cluster.job_records import get_record
 from airflow_broadcast.cluster.kinds.tf_job import local_queue_path
 from airflow_broadcast.cluster.kube_client import KubeClient
@@ -101,3 +101,16 @@ async def test_a_forged_record_name_sends_no_request() -> None:
 ])
 def test_log_tails_are_capped_in_lines_and_bytes(text: str, lines: int, max_bytes: int, tail: str) -> None:
     assert cap_tail(text, lines, max_bytes) == tail
+
+
+@pytest.mark.parametrize(("verb", "path", "route"), [
+    ("GET", "/api/v1/namespaces/ops/pods", "LIST pods"),
+    ("WATCH", "/api/v1/namespaces/ops/pods?watch=1", "WATCH pods"),
+    ("GET", "/api/v1/namespaces/ops/pods/bcj-x-1/log", "GET pods/log"),
+    ("PATCH", "/apis/scheduling.volcano.sh/v1beta1/namespaces/ops/podgroups/tf", "PATCH podgroups"),
+    ("GET", "/api/v1/nodes", "LIST nodes"),
+    ("GET", "/api/v1/namespaces/ops", "GET namespaces"),
+    ("GET", "/version", "GET version"),
+])
+def test_a_request_route_drops_the_namespace_and_the_name(verb: str, path: str, route: str) -> None:
+    assert request_route(verb, path) == route

@@ -112,3 +112,14 @@ async def test_requests_in_flight_are_capped_so_connections_stay_few() -> None:
     kube = KubeClient(api, qps=0, max_inflight=4)
     await asyncio.gather(*(kube.get(f"/x/{i}") for i in range(40)))
     assert api.peak == 4
+
+
+async def test_each_request_is_counted_by_its_route_without_namespace_or_name() -> None:
+    kube = KubeClient(_SlowApi(), qps=0)
+    await kube.get("/api/v1/namespaces/ops/configmaps/bcj-a")
+    await kube.get("/api/v1/namespaces/ops/configmaps/bcj-b")
+    await kube.request("PUT", "/api/v1/namespaces/ops/configmaps/bcj-a", body={})
+    await kube.get("/api/v1/nodes", query={"limit": 500})
+
+    assert kube.requests_sent == 4
+    assert kube.requests_by_route == {"GET configmaps": 2, "PUT configmaps": 1, "LIST nodes": 1}
