@@ -250,9 +250,10 @@ def _routes(steps: list[dict[str, Any]]) -> list[str]:
     counted = [(s["jobs"], s["provider_requests_in_window"]) for s in steps if "provider_requests_in_window" in s]
     parts = [f"{jobs:,} jobs: " + (", ".join(f"{route} {n}" for route, n in routes.items()) or "none")
              for jobs, routes in counted]
-    return ["", "The provider's API requests in each step's window, by route: " + "; ".join(parts) + ". A watch "
-            "ends after 240 s and is opened again (`WATCH`), one per watched collection and namespace, whatever the "
-            "number of jobs."]
+    return ["", "The provider's API requests in each step's window, by route: " + "; ".join(parts) + ". Each "
+            "collection the shared watches hold (per namespace) is watched 240 s at a time and listed again every "
+            "other time (the periodic relist, at least 5 minutes apart): a `WATCH` every 240 s and a `LIST` every "
+            "480 s, however many jobs share it."]
 
 
 def _gc(result: dict[str, Any]) -> str:

@@ -44,3 +44,13 @@ def test_detection_p50_of_an_even_count_is_the_mean_of_the_middle_two() -> None:
     text = "\n".join(report._compare(_compare([0.093, 0.012, 0.057, 0.025])))
 
     assert "p50 41 ms over 4 jobs (max 93 ms)" in text
+
+
+def test_the_idle_requests_are_listed_by_route_for_each_step_and_old_results_list_none() -> None:
+    steps = [{"jobs": 10, "provider_requests_in_window": {}},
+             {"jobs": 1000, "provider_requests_in_window": {"LIST pods": 1, "WATCH pods": 2}}]
+
+    text = "\n".join(report._routes(steps))
+
+    assert "by route: 10 jobs: none; 1,000 jobs: LIST pods 1, WATCH pods 2." in text
+    assert report._routes([{"jobs": 10}]) == []
