@@ -5,7 +5,8 @@ delay with the provider's own LoopLag, and every `flush_seconds` appends one JSO
 the time, the new lag samples, and the API requests the provider's shared clients on this loop have
 sent so far, and the garbage collections that paused the process for 0.1 s or more (when, which
 generation, how long): a stall the triggerer warns about that matches one of them is the collector's,
-not a trigger's. It ends (one event) when `stop_path` exists.
+not a trigger's; and each stall of the loop of 0.15 s or more with the CPU time its thread got meanwhile (see
+Stalls). It ends (one event) when `stop_path` exists.
 
 With BENCH_TRACEMALLOC_DIR set, it traces allocations from its start and, when the benchmark leaves
 `<dir>/<step>.request`, dumps a snapshot to `<dir>/<step>.dump`: the difference of two steps says
@@ -67,6 +68,29 @@ class GcPauses:
             self.pauses.append((round(time.time(), 3), int(info.get("generation", -1)), round(took, 3)))
 
 
+STALL_SECONDS = 0.15
+
+
+class Stalls:
+    """Gaps of STALL_SECONDS or more between two 10 ms wake-ups of the loop: (end time, gap, loop thread CPU-s).
+
+    The CPU time of the loop's own thread over the gap says what the stall was: near the gap, code ran on the
+    loop (a callback, or the collector); near nothing, the thread was waiting for a CPU (descheduled).
+    """
+
+    def __init__(self) -> None:
+        self.stalls: list[tuple[float, float, float]] = []
+
+    async def run(self) -> None:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        while True:
+            await asyncio.sleep(0.01)
+            now, used = time.perf_counter(), time.thread_time()
+            if now - wall - 0.01 >= STALL_SECONDS:
+                self.stalls.append((round(time.time(), 3), round(now - wall - 0.01, 3), round(used - cpu, 3)))
+            wall, cpu = now, used
+
+
 class LagProbeTrigger(BaseTrigger):
     """Sample loop lag and the provider's request count until `stop_path` appears."""
 
@@ -96,20 +120,24 @@ class LagProbeTrigger(BaseTrigger):
             tracemalloc.start(12)
         lag = LoopLag()
         sampler = asyncio.get_running_loop().create_task(lag.run())
+        stalls = Stalls()
+        stall_sampler = asyncio.get_running_loop().create_task(stalls.run())
         collections = GcPauses()
         gc.callbacks.append(collections)
-        written = gc_written = 0
+        written = gc_written = stalls_written = 0
         try:
             while not await asyncio.to_thread(os.path.exists, self.stop_path):
                 await asyncio.sleep(self.flush_seconds)
                 requests, routes = provider_requests()
                 line = {"t": time.time(), "lag": lag.samples[written:], "requests": requests, "routes": routes,
-                        "runner_rss_kib": rss_kib(), "pid": os.getpid(), "gc": collections.pauses[gc_written:]}
-                written, gc_written = len(lag.samples), len(collections.pauses)
+                        "runner_rss_kib": rss_kib(), "pid": os.getpid(), "gc": collections.pauses[gc_written:],
+                        "stalls": stalls.stalls[stalls_written:]}
+                written, gc_written, stalls_written = len(lag.samples), len(collections.pauses), len(stalls.stalls)
                 await asyncio.to_thread(self._append, json.dumps(line) + "\n")
                 if traced:
                     self._snapshots(traced)
         finally:
             gc.callbacks.remove(collections)
             sampler.cancel()
+            stall_sampler.cancel()
         yield TriggerEvent({"samples": written})

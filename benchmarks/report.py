@@ -262,4 +262,14 @@ def _gc(result: dict[str, Any]) -> str:
         return ""
     return (f" Garbage collections of 0.2 s or more in the trigger runner: {result['gc_pauses_over_0_2s']} (longest "
             f"{result['gc_max_pause_seconds']} s); blocked warnings that one of them explains: "
-            f"{result['blocked_warnings_during_gc']}.")
+            f"{result['blocked_warnings_during_gc']}.{_stalls(result)}")
+
+
+def _stalls(result: dict[str, Any]) -> str:
+    """What the loop's thread did through each blocked warning (results from before the probe kept stalls had none)."""
+    if "blocked_warnings_running_on_loop" not in result:
+        return ""
+    return (f" Of the blocked warnings, {result['blocked_warnings_running_on_loop']} matched a stall of the loop "
+            "through which its thread ran for at least half the time (code on the loop, the collector's included), "
+            f"{result['blocked_warnings_descheduled']} a stall through which it ran for less (the thread waited for "
+            f"a CPU), and {result['blocked_warnings_without_stall']} no stall the probe saw.")

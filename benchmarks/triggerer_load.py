@@ -251,7 +251,27 @@ def gc_summary(log_text: str, probe: Path) -> dict[str, Any]:
     return {"gc_pauses_over_0_1s": len(pauses), "gc_pauses_over_0_2s": sum(1 for p in pauses if p[2] > 0.2),
             "gc_max_pause_seconds": max((p[2] for p in pauses), default=0.0),
             "gc_full_collections_over_0_1s": sum(1 for p in pauses if p[1] == 2),
-            "blocked_warnings_during_gc": explained}
+            "blocked_warnings_during_gc": explained, **stall_summary(warnings, lines)}
+
+
+def stall_summary(warnings: list[tuple[float, float]], lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """For each blocked warning, the probe's stall that ended inside it: did the loop's thread run through it?
+
+    At least half the stall in CPU time: code ran on the loop. Less: the thread waited for a CPU, which no
+    trigger's code explains. Results from before the probe kept stalls have none of these keys.
+    """
+    if not any("stalls" in x for x in lines):
+        return {}
+    stalls = [tuple(s) for x in lines for s in x.get("stalls", [])]
+    on_loop = descheduled = 0
+    for when, took in warnings:
+        match = [s for s in stalls if when - took - 0.15 <= s[0] <= when + 0.05]
+        if match:
+            _, gap, cpu = max(match, key=lambda s: s[1])
+            on_loop, descheduled = (on_loop + 1, descheduled) if cpu >= gap / 2 else (on_loop, descheduled + 1)
+    return {"loop_stalls_over_0_2s": sum(1 for s in stalls if s[1] >= 0.2),
+            "blocked_warnings_running_on_loop": on_loop, "blocked_warnings_descheduled": descheduled,
+            "blocked_warnings_without_stall": len(warnings) - on_loop - descheduled}
 
 
 def _derived(steps: list[dict[str, Any]]) -> dict[str, Any]:

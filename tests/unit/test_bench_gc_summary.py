@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.triggerer_load import blocked_warnings, gc_summary
+from benchmarks.triggerer_load import blocked_warnings, gc_summary, stall_summary
 
 LOG = """\
 2026-12-04T10:00:10.000000Z [info     ] Triggerer's async thread was blocked for 0.50 seconds, exceeding the configured
@@ -29,3 +29,14 @@ def test_a_pause_that_ended_inside_a_block_explains_it(tmp_path: Path) -> None:
 
     assert summary == {"gc_pauses_over_0_1s": 2, "gc_pauses_over_0_2s": 1, "gc_max_pause_seconds": 0.4,
                        "gc_full_collections_over_0_1s": 1, "blocked_warnings_during_gc": 1}
+
+
+def test_each_blocked_warning_is_matched_to_a_stall_and_told_apart_by_the_loop_threads_cpu() -> None:
+    warnings = [(100.0, 0.3), (200.0, 0.25), (300.0, 0.22)]
+    lines = [{"stalls": [[99.98, 0.29, 0.27], [199.99, 0.24, 0.02]]}, {"stalls": [[250.0, 0.21, 0.0]]}]
+
+    summary = stall_summary(warnings, lines)
+
+    assert summary == {"loop_stalls_over_0_2s": 3, "blocked_warnings_running_on_loop": 1,
+                       "blocked_warnings_descheduled": 1, "blocked_warnings_without_stall": 1}
+    assert stall_summary(warnings, [{"gc": []}]) == {}
