@@ -75,7 +75,8 @@ class Stalls:
     """Gaps of STALL_SECONDS or more between two 10 ms wake-ups of the loop: (end time, gap, loop thread CPU-s).
 
     The CPU time of the loop's own thread over the gap says what the stall was: near the gap, code ran on the
-    loop (a callback, or the collector); near nothing, the thread was waiting for a CPU (descheduled).
+    loop (a callback, or the collector); near nothing, the thread did not run: it waited for a CPU, or for the
+    interpreter lock while another thread of the process held it.
     """
 
     def __init__(self) -> None:

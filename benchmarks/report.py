@@ -260,8 +260,9 @@ def _gc(result: dict[str, Any]) -> str:
     """What the trigger runner's long garbage collections explain (results from before the probe had none)."""
     if "blocked_warnings_during_gc" not in result:
         return ""
-    return (f" Garbage collections of 0.2 s or more in the trigger runner: {result['gc_pauses_over_0_2s']} (longest "
-            f"{result['gc_max_pause_seconds']} s); blocked warnings that one of them explains: "
+    return (f" Garbage collections of 0.1 s or more in the trigger runner: {result['gc_pauses_over_0_1s']} (0.2 s or "
+            f"more: {result['gc_pauses_over_0_2s']}; longest {result['gc_max_pause_seconds']} s); blocked warnings "
+            "that one of them explains: "
             f"{result['blocked_warnings_during_gc']}.{_stalls(result)}")
 
 
@@ -271,5 +272,6 @@ def _stalls(result: dict[str, Any]) -> str:
         return ""
     return (f" Of the blocked warnings, {result['blocked_warnings_running_on_loop']} matched a stall of the loop "
             "through which its thread ran for at least half the time (code on the loop, the collector's included), "
-            f"{result['blocked_warnings_descheduled']} a stall through which it ran for less (the thread waited for "
-            f"a CPU), and {result['blocked_warnings_without_stall']} no stall the probe saw.")
+            f"{result['blocked_warnings_descheduled']} a stall through which it ran for less (the thread was kept "
+            "off a CPU, by the machine or by another of the process's threads holding the interpreter lock), and "
+            f"{result['blocked_warnings_without_stall']} no stall the probe saw.")

@@ -257,8 +257,9 @@ def gc_summary(log_text: str, probe: Path) -> dict[str, Any]:
 def stall_summary(warnings: list[tuple[float, float]], lines: list[dict[str, Any]]) -> dict[str, Any]:
     """For each blocked warning, the probe's stall that ended inside it: did the loop's thread run through it?
 
-    At least half the stall in CPU time: code ran on the loop. Less: the thread waited for a CPU, which no
-    trigger's code explains. Results from before the probe kept stalls have none of these keys.
+    At least half the stall in CPU time: code ran on the loop. Less: the thread did not run, kept off a CPU by
+    the machine or by another thread of the process holding the interpreter lock. Results from before the probe
+    kept stalls have none of these keys.
     """
     if not any("stalls" in x for x in lines):
         return {}
