@@ -21,6 +21,7 @@ import json
 import os
 import time
 import tracemalloc
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -34,12 +35,9 @@ def provider_requests() -> tuple[int, dict[str, int]]:
     """Requests sent so far by every shared client of the provider on the running loop: in all, and by route."""
     from airflow_broadcast.cluster import shared_clients
 
-    clients = shared_clients._clients.get(asyncio.get_running_loop(), {})
-    routes: dict[str, int] = {}
-    for client in clients.values():
-        for route, count in client.requests_by_route.items():
-            routes[route] = routes.get(route, 0) + count
-    return sum(client.requests_sent for client in clients.values()), routes
+    clients = shared_clients._clients.get(asyncio.get_running_loop(), {}).values()
+    routes: Counter[str] = sum((client.requests_by_route for client in clients), Counter())
+    return sum(client.requests_sent for client in clients), dict(routes)
 
 
 def rss_kib() -> int:

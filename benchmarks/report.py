@@ -245,9 +245,9 @@ def write(path: Path = DOC) -> Path:
 
 def _routes(steps: list[dict[str, Any]]) -> list[str]:
     """What the provider's idle requests were, step by step (results from before the count by route had none)."""
-    if not any("provider_requests_in_window" in s for s in steps):
-        return []
     counted = [(s["jobs"], s["provider_requests_in_window"]) for s in steps if "provider_requests_in_window" in s]
+    if not counted:
+        return []
     parts = [f"{jobs:,} jobs: " + (", ".join(f"{route} {n}" for route, n in routes.items()) or "none")
              for jobs, routes in counted]
     return ["", "The provider's API requests in each step's window, by route: " + "; ".join(parts) + ". Each "

@@ -23,11 +23,11 @@ from benchmarks import report
 from benchmarks.common import BenchPlane, load, machine, save, start_bench_plane
 from benchmarks.plane_share import cpu_quota, lowered_priority
 
-# The triggerer's window is longer than a watch (240 s), so that each window holds a renewal of every shared watch.
 QUICK = {"sizes": "50", "rounds": 1, "complete_rounds": 1, "counts": "10,50", "window": 20.0,
          "workers": 50, "ps": 2, "nodes": 50, "runs": 3}
 FULL = {"sizes": "1000,3000", "rounds": 2, "complete_rounds": 2, "counts": "10,100,1000", "window": 250.0,
         "workers": 1000, "ps": 4, "nodes": 1000, "runs": 5}
+# FULL's triggerer window outlasts a watch (240 s), so that each window holds a renewal of every shared watch.
 
 
 def _ints(text: str) -> list[int]:

@@ -238,6 +238,11 @@ def blocked_warnings(log_text: str) -> list[tuple[float, float]]:
     return found
 
 
+def _ended_inside(end: float, when: float, took: float) -> bool:
+    """Whether something that ended at `end` ended inside a block of `took` s that the watchdog logged at `when`."""
+    return when - took - 0.15 <= end <= when + 0.05
+
+
 def gc_summary(log_text: str, probe: Path) -> dict[str, Any]:
     """The collector's long pauses in the trigger runner, and how many blocked warnings one of them explains.
 
@@ -246,8 +251,7 @@ def gc_summary(log_text: str, probe: Path) -> dict[str, Any]:
     lines = [json.loads(x) for x in probe.read_text().splitlines()] if probe.exists() else []
     pauses = [tuple(p) for x in lines for p in x.get("gc", [])]
     warnings = blocked_warnings(log_text)
-    explained = sum(1 for when, took in warnings
-                    if any(when - took - 0.15 <= end <= when + 0.05 for end, _, _ in pauses))
+    explained = sum(1 for when, took in warnings if any(_ended_inside(end, when, took) for end, _, _ in pauses))
     return {"gc_pauses_over_0_1s": len(pauses), "gc_pauses_over_0_2s": sum(1 for p in pauses if p[2] > 0.2),
             "gc_max_pause_seconds": max((p[2] for p in pauses), default=0.0),
             "gc_full_collections_over_0_1s": sum(1 for p in pauses if p[1] == 2),
@@ -266,10 +270,14 @@ def stall_summary(warnings: list[tuple[float, float]], lines: list[dict[str, Any
     stalls = [tuple(s) for x in lines for s in x.get("stalls", [])]
     on_loop = descheduled = 0
     for when, took in warnings:
-        match = [s for s in stalls if when - took - 0.15 <= s[0] <= when + 0.05]
-        if match:
-            _, gap, cpu = max(match, key=lambda s: s[1])
-            on_loop, descheduled = (on_loop + 1, descheduled) if cpu >= gap / 2 else (on_loop, descheduled + 1)
+        match = [s for s in stalls if _ended_inside(s[0], when, took)]
+        if not match:
+            continue
+        _, gap, cpu = max(match, key=lambda s: s[1])
+        if cpu >= gap / 2:
+            on_loop += 1
+        else:
+            descheduled += 1
     return {"loop_stalls_over_0_2s": sum(1 for s in stalls if s[1] >= 0.2),
             "blocked_warnings_running_on_loop": on_loop, "blocked_warnings_descheduled": descheduled,
             "blocked_warnings_without_stall": len(warnings) - on_loop - descheduled}
