@@ -5,12 +5,16 @@ delay with the provider's own LoopLag, and every `flush_seconds` appends one JSO
 the time, the new lag samples, and the API requests the provider's shared clients on this loop have
 sent so far, and the garbage collections that paused the process for 0.1 s or more (when, which
 generation, how long): a stall the triggerer warns about that matches one of them is the collector's,
-not a trigger's; and each stall of the loop of 0.15 s or more with the CPU time its thread got meanwhile (see
-Stalls). It ends (one event) when `stop_path` exists.
+not a trigger's; each stall of the loop of 0.15 s or more with the CPU time its thread got meanwhile (see
+Stalls); the loop thread's stacks sampled while the loop was late (see StallStacks), which name what held it
+(`benchmarks/stall_causes.py`); and the log socket's queue. It ends (one event) when `stop_path` exists.
 
 With BENCH_TRACEMALLOC_DIR set, it traces allocations from its start and, when the benchmark leaves
 `<dir>/<step>.request`, dumps a snapshot to `<dir>/<step>.dump`: the difference of two steps says
 where the memory of the jobs added between them went (`python -m benchmarks.memory_diff`).
+
+With BENCH_GC_CENSUS_DIR set, a request there gets a census of the collector's objects instead
+(`benchmarks/gc_census.py`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,10 @@ import asyncio
 import gc
 import json
 import os
+import sys
+import threading
 import time
+import traceback
 import tracemalloc
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -29,6 +36,7 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_broadcast.triggers.loop_lag import LoopLag
+from benchmarks.gc_census import write_censuses
 
 
 def provider_requests() -> tuple[int, dict[str, int]]:
@@ -45,6 +53,23 @@ def rss_kib() -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
+
+
+_channels: dict[int, Any] = {}  # pid → the probe's own view of the log socket
+
+
+def log_queue() -> tuple[int, int]:
+    """(bytes queued, send buffer) of the socket that carries the runner's logs to the supervisor; -1 unknown.
+
+    The probe finds the socket itself and leaves its buffer as it is (the provider's writer grows it when
+    it first writes), so the comparator's triggerer keeps Airflow's buffer.
+    """
+    from airflow_broadcast.hooks.log_channel import _find_channel
+
+    if os.getpid() not in _channels:
+        _channels[os.getpid()] = _find_channel(0)
+    channel = _channels[os.getpid()]
+    return (channel.queued(), channel.capacity) if channel is not None else (-1, -1)
 
 
 GC_REPORTED_SECONDS = 0.1
@@ -77,17 +102,62 @@ class Stalls:
     interpreter lock while another thread of the process held it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, stacks: StallStacks | None = None) -> None:
         self.stalls: list[tuple[float, float, float]] = []
+        self.stacks = stacks
 
     async def run(self) -> None:
         wall, cpu = time.perf_counter(), time.thread_time()
         while True:
             await asyncio.sleep(0.01)
             now, used = time.perf_counter(), time.thread_time()
+            if self.stacks is not None:
+                self.stacks.tick = now
             if now - wall - 0.01 >= STALL_SECONDS:
                 self.stalls.append((round(time.time(), 3), round(now - wall - 0.01, 3), round(used - cpu, 3)))
             wall, cpu = now, used
+
+
+_REPO = str(Path(__file__).resolve().parents[1]) + os.sep
+
+
+def _where(filename: str) -> str:
+    """A frame's file without the machine's paths: relative to the repository, site-packages or the stdlib."""
+    if "site-packages/" in filename:
+        return filename.rsplit("site-packages/", 1)[1]
+    if filename.startswith(_REPO):
+        return filename[len(_REPO):]
+    head, _, tail = filename.rpartition("/lib/python3")
+    return "python3" + tail if head else filename.rsplit("/", 1)[-1]
+
+
+class StallStacks:
+    """What the loop's thread was running while the loop did not tick for `after` s, sampled every 20 ms.
+
+    A thread reads the loop thread's stack (`sys._current_frames`) whenever the Stalls sampler's last tick
+    is `after` or more ago: the stacks of one stall say which code the loop ran through it (or, when the
+    interpreter lock was held elsewhere, where the loop's thread waited for it), with the log socket's queue
+    at that moment. It runs in the provider's triggerer and in the comparator's alike.
+    """
+
+    def __init__(self, after: float = 0.05) -> None:
+        self.samples: list[tuple[float, float, int, list[str]]] = []
+        self.tick = time.perf_counter()
+        self._after, self._stop = after, threading.Event()
+
+    def start(self, loop_thread: int) -> None:
+        threading.Thread(target=self._sample, args=(loop_thread,), daemon=True, name="stall-stacks").start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _sample(self, loop_thread: int) -> None:
+        while not self._stop.wait(0.02):
+            late = time.perf_counter() - self.tick
+            frame = sys._current_frames().get(loop_thread) if late >= self._after else None
+            if frame is not None:
+                stack = [f"{_where(f.filename)}:{f.lineno} {f.name}" for f in traceback.extract_stack(frame, limit=25)]
+                self.samples.append((round(time.time(), 3), round(late, 3), log_queue()[0], stack))
 
 
 class LagProbeTrigger(BaseTrigger):
@@ -119,11 +189,13 @@ class LagProbeTrigger(BaseTrigger):
             tracemalloc.start(12)
         lag = LoopLag()
         sampler = asyncio.get_running_loop().create_task(lag.run())
-        stalls = Stalls()
+        stacks = StallStacks()
+        stacks.start(threading.get_ident())
+        stalls = Stalls(stacks)
         stall_sampler = asyncio.get_running_loop().create_task(stalls.run())
         collections = GcPauses()
         gc.callbacks.append(collections)
-        written = gc_written = stalls_written = 0
+        written = gc_written = stalls_written = stacks_written = 0
         try:
             while not await asyncio.to_thread(os.path.exists, self.stop_path):
                 await asyncio.sleep(self.flush_seconds)
@@ -131,12 +203,18 @@ class LagProbeTrigger(BaseTrigger):
                 line = {"t": time.time(), "lag": lag.samples[written:], "requests": requests, "routes": routes,
                         "runner_rss_kib": rss_kib(), "pid": os.getpid(), "gc": collections.pauses[gc_written:],
                         "stalls": stalls.stalls[stalls_written:]}
+                line["log_queue"] = log_queue()
+                line["stall_stacks"] = stacks.samples[stacks_written:]
+                stacks_written = len(stacks.samples)
                 written, gc_written, stalls_written = len(lag.samples), len(collections.pauses), len(stalls.stalls)
                 await asyncio.to_thread(self._append, json.dumps(line) + "\n")
                 if traced:
                     self._snapshots(traced)
+                if os.environ.get("BENCH_GC_CENSUS_DIR"):
+                    write_censuses(os.environ["BENCH_GC_CENSUS_DIR"])
         finally:
             gc.callbacks.remove(collections)
+            stacks.stop()
             sampler.cancel()
             stall_sampler.cancel()
         yield TriggerEvent({"samples": written})

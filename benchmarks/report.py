@@ -272,6 +272,21 @@ def _stalls(result: dict[str, Any]) -> str:
         return ""
     return (f" Of the blocked warnings, {result['blocked_warnings_running_on_loop']} matched a stall of the loop "
             "through which its thread ran for at least half the time (code on the loop, the collector's included), "
-            f"{result['blocked_warnings_descheduled']} a stall through which it ran for less (the thread was kept "
-            "off a CPU, by the machine or by another of the process's threads holding the interpreter lock), and "
-            f"{result['blocked_warnings_without_stall']} no stall the probe saw.")
+            f"{result['blocked_warnings_descheduled']} a stall through which it ran for less (the thread waited: "
+            "for a CPU, for the interpreter lock another of the process's threads held, or in a blocking call), and "
+            f"{result['blocked_warnings_without_stall']} no stall the probe saw.{_causes(result)}")
+
+
+CAUSE_TEXT = {"collector": "a garbage collection", "log_write": "a write of a log line to the socket that Airflow's "
+              "supervisor drains (Airflow's own lines are written on the loop)", "provider": "the provider's code",
+              "other": "other code", "unsampled": "nothing sampled"}
+
+
+def _causes(result: dict[str, Any]) -> str:
+    """Each blocked warning's cause from the stacks the probe sampled (results from before it sampled have none)."""
+    if "blocked_warnings_by_cause" not in result:
+        return ""
+    counts = ", ".join(f"{CAUSE_TEXT[cause]} {n}" for cause, n in result["blocked_warnings_by_cause"].items() if n)
+    frames = "; ".join(f"{d['seconds']} s in `{d['frame']}`" for d in result["blocked_warning_details"] if d["frame"])
+    return (f" By the loop thread's stacks, sampled every 20 ms while the loop was 50 ms late: {counts or 'none'}"
+            + (f" (the innermost frame of each: {frames})." if frames else "."))

@@ -15,18 +15,17 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import time
 import uuid
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from benchmarks.common import REPO_ROOT, core_api, new_namespace, node_pool, percentile, raw_client
 from benchmarks.methods import Task, broadcast_manifest
+from benchmarks.stall_causes import blocked_warnings, ended_inside, warning_causes
 from devcluster.airflow_env import AirflowEnv
 from devcluster.airflow_stack import AirflowStack, StackSettings
 
@@ -85,8 +84,9 @@ def _running_pods(core: Any, namespace: str) -> int:
 class Load:
     """The stack, the DAG run and the probe's file for one benchmark run."""
 
-    def __init__(self, stack: AirflowStack, kubeconfig: str, namespace: str, label: str) -> None:
+    def __init__(self, stack: AirflowStack, kubeconfig: str, namespace: str, label: str, floor: bool) -> None:
         self.stack, self.kubeconfig, self.namespace, self.label = stack, kubeconfig, namespace, label
+        self.floor = floor  # the jobs are Airflow's DateTimeTriggers
         self.core = core_api(kubeconfig)
         self.probe = stack.airflow_env.home / "probe.jsonl"
         self.stop_file = stack.airflow_env.home / "probe.stop"
@@ -137,8 +137,10 @@ class Load:
         rss0, t0 = group_rss_kib(triggerer.pid), time.time()
         time.sleep(window)
         rss1, t1 = group_rss_kib(triggerer.pid), time.time()
-        if os.environ.get("BENCH_TRACEMALLOC_DIR"):
-            _request_snapshot(Path(os.environ["BENCH_TRACEMALLOC_DIR"]), f"jobs-{self.jobs:05d}")
+        for variable, step in (("BENCH_TRACEMALLOC_DIR", f"jobs-{self.jobs:05d}"),
+                               ("BENCH_GC_CENSUS_DIR", f"{'floor' if self.floor else 'provider'}-{self.jobs:05d}")):
+            if os.environ.get(variable):
+                _request_snapshot(Path(os.environ[variable]), step)
         lines = [json.loads(x) for x in self.probe.read_text().splitlines()] if self.probe.exists() else []
         inside = [x for x in lines if t0 <= x["t"] <= t1]
         lag = [s for x in inside for s in x["lag"]]
@@ -203,7 +205,7 @@ def _bench(kubeconfig: str, counts: list[int], window: float, settle: float, flo
     steps: list[dict[str, Any]] = []
     with node_pool(kubeconfig, 1, label, pods_per_node=max(counts) + 50) as (_, pool_seconds), \
             AirflowStack(env, components=("api-server", "dag-processor", "triggerer"), settings=settings) as stack:
-        load = Load(stack, kubeconfig, namespace, label)
+        load = Load(stack, kubeconfig, namespace, label, floor)
         load.begin(max(counts))
         time.sleep(settle)
         steps.append(load.measure(window))
@@ -223,24 +225,12 @@ def _bench(kubeconfig: str, counts: list[int], window: float, settle: float, flo
         blocked_total = triggerer.log.read_text(errors="replace").count(BLOCKED)
         kept = HOME.with_name(f"triggerer-{'floor' if floor else 'provider'}.log")  # the next run replaces HOME
         shutil.copyfile(triggerer.log, kept)
+        if load.probe.exists():
+            shutil.copyfile(load.probe, kept.with_suffix(".probe.jsonl"))
         collections = gc_summary(triggerer.log.read_text(errors="replace"), load.probe)
     core.delete_namespace(namespace)
     return {"benchmark": "triggerer_idle_jobs", "counts": counts, "pool_seconds": round(pool_seconds, 1),
             "steps": steps, "blocked_warnings_total": blocked_total, **collections, **_derived(steps)}
-
-
-def blocked_warnings(log_text: str) -> list[tuple[float, float]]:
-    """(when logged, seconds blocked) of each "async thread was blocked" line of a triggerer log."""
-    found = []
-    for match in re.finditer(r"^(\S+Z) .*?async thread was blocked for ([0-9.]+) seconds", log_text, re.M):
-        when = datetime.fromisoformat(match.group(1).replace("Z", "+00:00")).timestamp()
-        found.append((when, float(match.group(2))))
-    return found
-
-
-def _ended_inside(end: float, when: float, took: float) -> bool:
-    """Whether something that ended at `end` ended inside a block of `took` s that the watchdog logged at `when`."""
-    return when - took - 0.15 <= end <= when + 0.05
 
 
 def gc_summary(log_text: str, probe: Path) -> dict[str, Any]:
@@ -251,11 +241,13 @@ def gc_summary(log_text: str, probe: Path) -> dict[str, Any]:
     lines = [json.loads(x) for x in probe.read_text().splitlines()] if probe.exists() else []
     pauses = [tuple(p) for x in lines for p in x.get("gc", [])]
     warnings = blocked_warnings(log_text)
-    explained = sum(1 for when, took in warnings if any(_ended_inside(end, when, took) for end, _, _ in pauses))
+    explained = sum(1 for when, took in warnings if any(ended_inside(end, when, took) for end, _, _ in pauses))
+    samples = [tuple(s) for x in lines for s in x.get("stall_stacks", [])]
+    causes = warning_causes(warnings, pauses, samples) if any("stall_stacks" in x for x in lines) else {}
     return {"gc_pauses_over_0_1s": len(pauses), "gc_pauses_over_0_2s": sum(1 for p in pauses if p[2] > 0.2),
             "gc_max_pause_seconds": max((p[2] for p in pauses), default=0.0),
             "gc_full_collections_over_0_1s": sum(1 for p in pauses if p[1] == 2),
-            "blocked_warnings_during_gc": explained, **stall_summary(warnings, lines)}
+            "blocked_warnings_during_gc": explained, **stall_summary(warnings, lines), **causes}
 
 
 def stall_summary(warnings: list[tuple[float, float]], lines: list[dict[str, Any]]) -> dict[str, Any]:
@@ -270,7 +262,7 @@ def stall_summary(warnings: list[tuple[float, float]], lines: list[dict[str, Any
     stalls = [tuple(s) for x in lines for s in x.get("stalls", [])]
     on_loop = descheduled = 0
     for when, took in warnings:
-        match = [s for s in stalls if _ended_inside(s[0], when, took)]
+        match = [s for s in stalls if ended_inside(s[0], when, took)]
         if not match:
             continue
         _, gap, cpu = max(match, key=lambda s: s[1])

@@ -1,0 +1,52 @@
+"""The triggerer benchmark names what held the loop through each blocked warning, from the sampled stacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.stall_causes import cause_of, warning_causes
+from benchmarks.triggerer_load import gc_summary
+
+LOG_WRITE = ["airflow/jobs/triggerer_job_runner.py:1591 run_trigger", "structlog/_output.py:347 msg"]
+COLLECTING = ["airflow_broadcast/reconcilers/journal.py:106 changed_objects", "benchmarks/lag_probe.py:76 __call__"]
+PROVIDER = ["python3.11/asyncio/events.py:80 _run", "airflow_broadcast/cluster/informers.py:113 upsert",
+            "airflow_broadcast/cluster/cache_journals.py:37 record"]
+AIOHTTP = ["aiohttp/http_writer.py:116 _writelines", "python3.11/ssl.py:930 write"]
+
+
+def test_each_cause_is_named_by_the_frames_of_the_stacks_sampled_in_the_block() -> None:
+    assert cause_of([AIOHTTP, COLLECTING], collected=False) == "collector"
+    assert cause_of([AIOHTTP], collected=True) == "collector"
+    assert cause_of([PROVIDER, LOG_WRITE], collected=False) == "log_write"
+    assert cause_of([AIOHTTP, PROVIDER], collected=False) == "provider"
+    assert cause_of([AIOHTTP], collected=False) == "other"
+    assert cause_of([], collected=False) == "unsampled"
+
+
+def test_a_warning_gets_the_samples_taken_inside_its_block_and_the_longest_ones_frame() -> None:
+    warnings = [(100.0, 0.7), (200.0, 0.25), (300.0, 0.22)]
+    samples = [(99.5, 0.1, 4096, AIOHTTP), (99.9, 0.6, 2_000_000, LOG_WRITE),  # inside the first block
+               (199.9, 0.15, 0, PROVIDER),  # inside the second
+               (250.0, 0.2, 0, COLLECTING)]  # between blocks: explains none
+    result = warning_causes(warnings, [], samples)
+
+    assert result["blocked_warnings_by_cause"] == {"collector": 0, "log_write": 1, "provider": 1, "other": 0,
+                                                   "unsampled": 1}
+    first, second, third = result["blocked_warning_details"]
+    assert first == {"at": 100.0, "seconds": 0.7, "cause": "log_write", "log_queue_bytes": 2_000_000,
+                     "frame": "structlog/_output.py:347 msg"}
+    assert (second["cause"], second["frame"]) == ("provider", "airflow_broadcast/cluster/cache_journals.py:37 record")
+    assert (third["cause"], third["frame"]) == ("unsampled", None)
+
+
+def test_the_gc_summary_adds_the_causes_only_when_the_probe_sampled_stacks(tmp_path: Path) -> None:
+    log = "2026-12-04T10:00:10.000000Z [info     ] Triggerer's async thread was blocked for 0.30 seconds, exceeding\n"
+    t10 = 1796378410.0
+    probe = tmp_path / "probe.jsonl"
+    probe.write_text(json.dumps({"t": t10, "gc": [[t10 - 0.05, 2, 0.2]], "stalls": [],
+                                 "stall_stacks": [[t10 - 0.1, 0.2, 0, AIOHTTP]]}) + "\n")
+
+    assert gc_summary(log, probe)["blocked_warnings_by_cause"]["collector"] == 1
+    probe.write_text(json.dumps({"t": t10, "gc": [], "stalls": []}) + "\n")
+    assert "blocked_warnings_by_cause" not in gc_summary(log, probe)
