@@ -91,31 +91,44 @@ class GcPauses:
             self.pauses.append((round(time.time(), 3), int(info.get("generation", -1)), round(took, 3)))
 
 
-STALL_SECONDS = 0.15
+STALL_SECONDS = 0.1  # the watchdog warns when its 0.1 s sleep takes over 0.2 s: behind each warning, a stall of 0.1 s
 
 
 class Stalls:
-    """Gaps of STALL_SECONDS or more between two 10 ms wake-ups of the loop: (end time, gap, loop thread CPU-s).
+    """Gaps of STALL_SECONDS or more between two 10 ms wake-ups of the loop:
+    (end time, gap, CPU-s of the loop's thread, CPU-s of the whole process) over the gap.
 
-    The CPU time of the loop's own thread over the gap says what the stall was: near the gap, code ran on the
-    loop (a callback, or the collector); near nothing, the thread did not run: it waited for a CPU, or for the
-    interpreter lock while another thread of the process held it.
+    The two CPU times say what the stall was: the loop's thread ran for most of it (a callback, or the
+    collector); the process's other threads did (the loop's thread waited for the interpreter lock they
+    held); or neither did (the process waited for a CPU, or the loop's thread in a blocking call).
     """
 
     def __init__(self, stacks: StallStacks | None = None) -> None:
-        self.stalls: list[tuple[float, float, float]] = []
+        self.stalls: list[tuple[float, float, float, float]] = []
         self.stacks = stacks
 
     async def run(self) -> None:
-        wall, cpu = time.perf_counter(), time.thread_time()
+        wall, cpu, process = time.perf_counter(), time.thread_time(), time.process_time()
         while True:
             await asyncio.sleep(0.01)
-            now, used = time.perf_counter(), time.thread_time()
+            now, used, used_by_all = time.perf_counter(), time.thread_time(), time.process_time()
             if self.stacks is not None:
                 self.stacks.tick = now
             if now - wall - 0.01 >= STALL_SECONDS:
-                self.stalls.append((round(time.time(), 3), round(now - wall - 0.01, 3), round(used - cpu, 3)))
-            wall, cpu = now, used
+                self.stalls.append((round(time.time(), 3), round(now - wall - 0.01, 3), round(used - cpu, 3),
+                                    round(used_by_all - process, 3)))
+            wall, cpu, process = now, used, used_by_all
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU-s of each of the process's Python threads, by name (a thread that ended meanwhile is left out)."""
+    found = {}
+    for thread in threading.enumerate():
+        try:
+            found[thread.name] = time.clock_gettime(time.pthread_getcpuclockid(thread.ident or 0))
+        except (OSError, OverflowError):
+            continue
+    return found
 
 
 _REPO = str(Path(__file__).resolve().parents[1]) + os.sep
@@ -137,11 +150,12 @@ class StallStacks:
     A thread reads the loop thread's stack (`sys._current_frames`) whenever the Stalls sampler's last tick
     is `after` or more ago: the stacks of one stall say which code the loop ran through it (or, when the
     interpreter lock was held elsewhere, where the loop's thread waited for it), with the log socket's queue
-    at that moment. It runs in the provider's triggerer and in the comparator's alike.
+    at that moment and the CPU-s each of the process's threads got since the sample before. It runs in the
+    provider's triggerer and in the comparator's alike.
     """
 
     def __init__(self, after: float = 0.05) -> None:
-        self.samples: list[tuple[float, float, int, list[str]]] = []
+        self.samples: list[tuple[float, float, int, list[str], dict[str, float]]] = []
         self.tick = time.perf_counter()
         self._after, self._stop = after, threading.Event()
 
@@ -152,12 +166,17 @@ class StallStacks:
         self._stop.set()
 
     def _sample(self, loop_thread: int) -> None:
+        before = thread_cpu()
         while not self._stop.wait(0.02):
             late = time.perf_counter() - self.tick
             frame = sys._current_frames().get(loop_thread) if late >= self._after else None
+            now = thread_cpu()
             if frame is not None:
                 stack = [f"{_where(f.filename)}:{f.lineno} {f.name}" for f in traceback.extract_stack(frame, limit=25)]
-                self.samples.append((round(time.time(), 3), round(late, 3), log_queue()[0], stack))
+                ran = {name: round(cpu - before.get(name, cpu), 3) for name, cpu in now.items()}
+                self.samples.append((round(time.time(), 3), round(late, 3), log_queue()[0], stack,
+                                     {name: cpu for name, cpu in ran.items() if cpu >= 0.001}))
+            before = now
 
 
 class LagProbeTrigger(BaseTrigger):

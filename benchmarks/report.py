@@ -278,8 +278,10 @@ def _stalls(result: dict[str, Any]) -> str:
 
 
 CAUSE_TEXT = {"collector": "a garbage collection", "log_write": "a write of a log line to the socket that Airflow's "
-              "supervisor drains (Airflow's own lines are written on the loop)", "provider": "the provider's code",
-              "other": "other code", "unsampled": "nothing sampled"}
+              "supervisor drains (Airflow's own lines are written on the loop)",
+              "other_threads": "other threads of the trigger runner holding the interpreter lock",
+              "descheduled": "the trigger runner waiting for a CPU", "provider": "the provider's code on the loop",
+              "other": "other code on the loop", "unsampled": "nothing sampled"}
 
 
 def _causes(result: dict[str, Any]) -> str:
@@ -287,6 +289,8 @@ def _causes(result: dict[str, Any]) -> str:
     if "blocked_warnings_by_cause" not in result:
         return ""
     counts = ", ".join(f"{CAUSE_TEXT[cause]} {n}" for cause, n in result["blocked_warnings_by_cause"].items() if n)
-    frames = "; ".join(f"{d['seconds']} s in `{d['frame']}`" for d in result["blocked_warning_details"] if d["frame"])
-    return (f" By the loop thread's stacks, sampled every 20 ms while the loop was 50 ms late: {counts or 'none'}"
-            + (f" (the innermost frame of each: {frames})." if frames else "."))
+    frames = "; ".join(f"{d['seconds']} s, {d['cause']}, in `{d['frame']}`"
+                       for d in result["blocked_warning_details"] if d["frame"])
+    return (" By the loop thread's stacks, sampled every 20 ms while the loop was 50 ms late, and the CPU time the "
+            f"loop's thread and the whole process got through each stall: {counts or 'none'}"
+            + (f" (each warning, with the innermost frame sampled: {frames})." if frames else "."))

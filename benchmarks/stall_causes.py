@@ -1,15 +1,20 @@
-"""What held the triggerer's loop through each "async thread was blocked" warning, from the probe's stack samples.
+"""What held the triggerer's loop through each "async thread was blocked" warning, from the probe's samples.
 
-The probe (`benchmarks/lag_probe.py`, StallStacks) reads the loop thread's stack every 20 ms while the loop has
-not ticked for 50 ms. A warning's samples are those taken inside the block it reports. Their frames name the
-cause, in this order:
+The probe (`benchmarks/lag_probe.py`) keeps each stall of the loop of 0.1 s or more with the CPU time its thread
+and the whole process got through it (Stalls), and reads the loop thread's stack every 20 ms while the loop has
+not ticked for 50 ms (StallStacks). A warning's samples and stall are those that ended inside the block it
+reports. They name the cause, the first that holds:
 - `collector`: a garbage collection of 0.1 s or more ended inside the block, or a sample stands in the probe's
   collection callback (the thread that collects holds the interpreter lock, so the sampler runs only as the
   collection ends, inside that callback);
 - `log_write`: a sample stands in structlog's write of a line to the socket that carries the runner's logs to
   Airflow's supervisor (the write blocks while the supervisor does not drain that socket);
-- `provider`: a sample's stack passes through the provider's code (`airflow_broadcast/`);
-- `other`: samples, none of the above (the innermost frame is kept, to be read);
+- `other_threads`: through the stall the process's other threads ran for at least half of it (the loop's
+  thread waited for the interpreter lock they held); the busiest is named;
+- `descheduled`: neither the loop's thread nor the others ran for half of it: the process waited for a CPU
+  (or the loop's thread sat in a blocking call no sample names);
+- `provider`: the loop's thread ran, and a sample's stack passes through the provider (`airflow_broadcast/`);
+- `other`: the loop's thread ran other code (the innermost frame is kept, to be read);
 - `unsampled`: no sample inside the block.
 """
 
@@ -20,7 +25,7 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
-CAUSES = ("collector", "log_write", "provider", "other", "unsampled")
+CAUSES = ("collector", "log_write", "other_threads", "descheduled", "provider", "other", "unsampled")
 PROBE_CALLBACK = "benchmarks/lag_probe.py"
 LOG_WRITE = "structlog/_output.py"
 PROVIDER = "airflow_broadcast/"
@@ -40,29 +45,46 @@ def ended_inside(end: float, when: float, took: float) -> bool:
     return when - took - 0.15 <= end <= when + 0.05
 
 
-def cause_of(stacks: list[list[str]], collected: bool) -> str:
-    """The cause of one block, from the stacks sampled inside it (innermost frame last) and whether a long
-    collection ended inside it."""
+def cause_of(stacks: list[list[str]], collected: bool, stall: tuple[float, ...] | None = None) -> str:
+    """The cause of one block, from the stacks sampled inside it (innermost frame last), whether a long
+    collection ended inside it, and its stall (end, gap, loop thread CPU-s, process CPU-s), when one was seen."""
     innermost = [stack[-1] for stack in stacks if stack]
     if collected or any(PROBE_CALLBACK in frame for frame in innermost):
         return "collector"
     if any(LOG_WRITE in frame for frame in innermost):
         return "log_write"
+    if stall is not None and len(stall) > 3:
+        gap, loop, process = stall[1], stall[2], stall[3]
+        if process - loop >= gap / 2:
+            return "other_threads"
+        if loop < gap / 2:
+            return "descheduled"
     if any(PROVIDER in frame for stack in stacks for frame in stack):
         return "provider"
     return "other" if innermost else "unsampled"
 
 
 def warning_causes(warnings: list[tuple[float, float]], pauses: list[tuple[float, int, float]],
-                   samples: list[tuple[float, float, int, list[str]]]) -> dict[str, Any]:
-    """Each warning (when logged, seconds blocked) with its cause, and the count by cause."""
+                   samples: list[tuple[Any, ...]], stalls: list[tuple[float, ...]] | None = None) -> dict[str, Any]:
+    """Each warning (when logged, seconds blocked) with its cause, and the count by cause.
+
+    `samples`: (time, seconds late, log queue bytes, stack, {thread: CPU-s since the sample before}); the
+    last item is missing in results from before the probe kept it.
+    """
     details = []
     for when, took in warnings:
         inside = [s for s in samples if ended_inside(s[0], when, took)]
+        stall = max((s for s in stalls or [] if ended_inside(s[0], when, took)), key=lambda s: s[1], default=None)
         collected = any(ended_inside(end, when, took) for end, _, _ in pauses)
-        cause = cause_of([s[3] for s in inside], collected)
+        cause = cause_of([s[3] for s in inside], collected, stall)
         longest = max(inside, key=lambda s: s[1], default=None)
+        busy: Counter[str] = Counter()
+        for sample in inside:
+            busy.update(sample[4] if len(sample) > 4 else {})
         details.append({"at": round(when, 3), "seconds": took, "cause": cause,
+                        "loop_thread_cpu": stall[2] if stall else None,
+                        "process_cpu": stall[3] if stall and len(stall) > 3 else None,
+                        "busiest_thread": busy.most_common(1)[0][0] if busy else None,
                         "log_queue_bytes": longest[2] if longest else None,
                         "frame": longest[3][-1] if longest and longest[3] else None})
     counts = Counter(d["cause"] for d in details)

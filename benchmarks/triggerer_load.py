@@ -243,7 +243,8 @@ def gc_summary(log_text: str, probe: Path) -> dict[str, Any]:
     warnings = blocked_warnings(log_text)
     explained = sum(1 for when, took in warnings if any(ended_inside(end, when, took) for end, _, _ in pauses))
     samples = [tuple(s) for x in lines for s in x.get("stall_stacks", [])]
-    causes = warning_causes(warnings, pauses, samples) if any("stall_stacks" in x for x in lines) else {}
+    stalls = [tuple(s) for x in lines for s in x.get("stalls", [])]
+    causes = warning_causes(warnings, pauses, samples, stalls) if any("stall_stacks" in x for x in lines) else {}
     return {"gc_pauses_over_0_1s": len(pauses), "gc_pauses_over_0_2s": sum(1 for p in pauses if p[2] > 0.2),
             "gc_max_pause_seconds": max((p[2] for p in pauses), default=0.0),
             "gc_full_collections_over_0_1s": sum(1 for p in pauses if p[1] == 2),
@@ -265,7 +266,7 @@ def stall_summary(warnings: list[tuple[float, float]], lines: list[dict[str, Any
         match = [s for s in stalls if ended_inside(s[0], when, took)]
         if not match:
             continue
-        _, gap, cpu = max(match, key=lambda s: s[1])
+        gap, cpu = max(match, key=lambda s: s[1])[1:3]
         if cpu >= gap / 2:
             on_loop += 1
         else:

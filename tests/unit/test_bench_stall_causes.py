@@ -31,13 +31,26 @@ def test_a_warning_gets_the_samples_taken_inside_its_block_and_the_longest_ones_
                (250.0, 0.2, 0, COLLECTING)]  # between blocks: explains none
     result = warning_causes(warnings, [], samples)
 
-    assert result["blocked_warnings_by_cause"] == {"collector": 0, "log_write": 1, "provider": 1, "other": 0,
-                                                   "unsampled": 1}
+    assert result["blocked_warnings_by_cause"] == {"collector": 0, "log_write": 1, "other_threads": 0,
+                                                   "descheduled": 0, "provider": 1, "other": 0, "unsampled": 1}
     first, second, third = result["blocked_warning_details"]
-    assert first == {"at": 100.0, "seconds": 0.7, "cause": "log_write", "log_queue_bytes": 2_000_000,
-                     "frame": "structlog/_output.py:347 msg"}
+    assert first == {"at": 100.0, "seconds": 0.7, "cause": "log_write", "loop_thread_cpu": None, "process_cpu": None,
+                     "busiest_thread": None, "log_queue_bytes": 2_000_000, "frame": "structlog/_output.py:347 msg"}
     assert (second["cause"], second["frame"]) == ("provider", "airflow_broadcast/cluster/cache_journals.py:37 record")
     assert (third["cause"], third["frame"]) == ("unsampled", None)
+
+
+def test_a_stalls_cpu_tells_a_loop_that_ran_from_one_that_waited_for_other_threads_or_a_cpu() -> None:
+    warnings = [(100.0, 0.3), (200.0, 0.3), (300.0, 0.3)]
+    stalls = [(99.99, 0.2, 0.18, 0.19), (199.99, 0.2, 0.02, 0.17), (299.99, 0.2, 0.02, 0.03)]
+    samples = [(99.9, 0.1, 0, PROVIDER, {}), (199.9, 0.1, 0, PROVIDER, {"airflow-broadcast-writer": 0.015}),
+               (299.9, 0.1, 0, PROVIDER, {})]
+
+    result = warning_causes(warnings, [], samples, stalls)
+
+    assert [d["cause"] for d in result["blocked_warning_details"]] == ["provider", "other_threads", "descheduled"]
+    assert result["blocked_warning_details"][1]["busiest_thread"] == "airflow-broadcast-writer"
+    assert result["blocked_warning_details"][2]["process_cpu"] == 0.03
 
 
 def test_the_gc_summary_adds_the_causes_only_when_the_probe_sampled_stacks(tmp_path: Path) -> None:

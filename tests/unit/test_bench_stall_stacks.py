@@ -29,9 +29,33 @@ def test_a_stall_is_sampled_with_the_frame_that_held_the_loop() -> None:
 
     stacks = asyncio.run(scenario())
     assert len(stacks.samples) >= 5  # 0.25 s late, sampled every 20 ms
-    when, late, queued, stack = stacks.samples[-1]
+    _, late, queued, stack, threads = stacks.samples[-1]
     assert late >= 0.2 and queued == -1  # no log socket outside a triggerer
     assert stack[-1].startswith("tests/unit/test_bench_stall_stacks.py:") and stack[-1].endswith(" _hold_the_loop")
+    assert threads == {}  # the loop's thread slept: no thread of the process ran
+
+
+def _spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_a_stall_records_the_cpu_of_the_loops_thread_and_of_the_process() -> None:
+    async def scenario() -> list[tuple[float, float, float, float]]:
+        stalls = Stalls()
+        ticking = asyncio.get_running_loop().create_task(stalls.run())
+        await asyncio.sleep(0.05)
+        _spin(0.2)  # the loop's thread runs
+        await asyncio.sleep(0.05)
+        _hold_the_loop(0.2)  # nothing runs
+        await asyncio.sleep(0.05)
+        ticking.cancel()
+        return stalls.stalls
+
+    spun, slept = asyncio.run(scenario())
+    assert spun[1] >= 0.15 and spun[2] >= spun[1] / 2 and spun[3] >= spun[2]
+    assert slept[1] >= 0.15 and slept[2] < slept[1] / 2 and slept[3] < slept[1] / 2
 
 
 def test_frames_are_named_without_the_machines_paths() -> None:
