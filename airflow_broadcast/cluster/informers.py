@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Generic, TypeVar
 
+from airflow_broadcast.cluster import heap_release
 from airflow_broadcast.cluster.api_errors import ClusterApiError, Gone
 from airflow_broadcast.cluster.cache_journals import JOURNAL_ABOVE, CacheJournals
 from airflow_broadcast.cluster.cache_subscribers import Subscribers, Waker
@@ -174,21 +175,27 @@ class Informer(Generic[T]):
         return {k: v for k, v in selectors.items() if v}
 
     async def _relist(self) -> str:
+        """List the collection page by page, applying each page as it comes, then drop what the list lacks.
+
+        A page's raw objects are freed once applied, so a relist of thousands of pods holds one page at a
+        time; the heap they took is handed back afterwards (heap_release), or a triggerer of 1,000 idle
+        jobs grew by 24 MiB at each periodic relist of their pods.
+        """
         query = self._query()
-        fresh: dict[str, JsonDict] = {}
+        listed: set[str] = set()
         version = ""
         async for page in self.client.list_pages(self.path, **query):
             for obj in page.get("items") or []:
-                fresh[self.key_of(obj["metadata"])] = obj
+                listed.add(self.key_of(obj["metadata"]))
+                self.upsert(obj)
             version = page.get("metadata", {}).get("resourceVersion", version)
             await asyncio.sleep(0)  # yield between pages: a huge list never blocks the loop
         # An object the list lacks but that is newer than its snapshot was written since (our own
         # create, remembered at once): the watch from the snapshot brings its events, so it stays.
         snapshot = _version(version)
-        for name in [k for k in self.values if k not in fresh and not self._versions.get(k, 0) > snapshot > 0]:
+        for name in [k for k in self.values if k not in listed and not self._versions.get(k, 0) > snapshot > 0]:
             self.remove(name)
-        for obj in fresh.values():
-            self.upsert(obj)
+        heap_release.request()
         return version
 
     async def _run(self) -> None:

@@ -205,3 +205,35 @@ def test_a_journal_starts_afresh_when_long_and_is_dropped_once_nobody_reads_it()
     for i in range(JOURNAL_ABOVE):
         informer.remove(f"p{i:03d}")
     assert informer.snapshot("u1") == ()
+
+
+async def test_a_relist_applies_each_page_as_it_comes_and_then_hands_the_freed_heap_back(monkeypatch: Any) -> None:
+    """A relist of thousands of pods holds one page of raw objects at a time, and releases the heap they took."""
+    from airflow_broadcast.cluster import heap_release
+
+    labels = {"airflow-broadcast.io/job-uid": "u1"}
+
+    def pod(name: str, version: int) -> dict[str, Any]:
+        return {"metadata": {"name": name, "resourceVersion": str(version), "labels": labels}, "spec": {},
+                "status": {}}
+
+    seen_after_first_page: list[str] = []
+    informer: Informer[Any]
+
+    class _Pages:
+        async def list_pages(self, path: str, **query: Any) -> Any:
+            yield {"metadata": {"resourceVersion": "20"}, "items": [pod("a", 11), pod("b", 12)]}
+            seen_after_first_page.extend(p.name for p in informer.items("u1"))
+            yield {"metadata": {"resourceVersion": "20"}, "items": [pod("c", 13)]}
+
+    informer = Informer(client=_Pages(), path="/pods", transform=pod_info,  # type: ignore[arg-type]
+                        index_label="airflow-broadcast.io/job-uid")
+    informer.upsert(pod("gone", 5))
+    released: list[bool] = []
+    monkeypatch.setattr(heap_release, "request", lambda: released.append(True))
+
+    assert await informer._relist() == "20"
+
+    assert sorted(seen_after_first_page) == ["a", "b", "gone"]  # page one applied before page two was read
+    assert sorted(p.name for p in informer.items("u1")) == ["a", "b", "c"]  # what the list lacked is gone
+    assert released == [True]
