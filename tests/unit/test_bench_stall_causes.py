@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.stall_causes import cause_of, warning_causes
+from benchmarks.stall_causes import cause_of, recount, warning_causes
 from benchmarks.triggerer_load import gc_summary
 
 LOG_WRITE = ["airflow/jobs/triggerer_job_runner.py:1591 run_trigger", "structlog/_output.py:347 msg"]
@@ -18,7 +18,7 @@ AIOHTTP = ["aiohttp/http_writer.py:116 _writelines", "python3.11/ssl.py:930 writ
 def test_each_cause_is_named_by_the_frames_of_the_stacks_sampled_in_the_block() -> None:
     assert cause_of([AIOHTTP, COLLECTING], collected=False) == "collector"
     assert cause_of([AIOHTTP], collected=True) == "collector"
-    assert cause_of([PROVIDER, LOG_WRITE], collected=False) == "log_write"
+    assert cause_of([PROVIDER, LOG_WRITE], collected=True) == "log_write"
     assert cause_of([AIOHTTP, PROVIDER], collected=False) == "provider"
     assert cause_of([AIOHTTP], collected=False) == "other"
     assert cause_of([], collected=False) == "unsampled"
@@ -31,8 +31,8 @@ def test_a_warning_gets_the_samples_taken_inside_its_block_and_the_longest_ones_
                (250.0, 0.2, 0, COLLECTING)]  # between blocks: explains none
     result = warning_causes(warnings, [], samples)
 
-    assert result["blocked_warnings_by_cause"] == {"collector": 0, "log_write": 1, "other_threads": 0,
-                                                   "descheduled": 0, "provider": 1, "other": 0, "unsampled": 1}
+    assert result["blocked_warnings_by_cause"] == {"log_write": 1, "descheduled": 0, "other_threads": 0,
+                                                   "collector": 0, "provider": 1, "other": 0, "unsampled": 1}
     first, second, third = result["blocked_warning_details"]
     assert first == {"at": 100.0, "seconds": 0.7, "cause": "log_write", "loop_thread_cpu": None, "process_cpu": None,
                      "busiest_thread": None, "log_queue_bytes": 2_000_000, "frame": "structlog/_output.py:347 msg"}
@@ -41,14 +41,17 @@ def test_a_warning_gets_the_samples_taken_inside_its_block_and_the_longest_ones_
 
 
 def test_a_stalls_cpu_tells_a_loop_that_ran_from_one_that_waited_for_other_threads_or_a_cpu() -> None:
-    warnings = [(100.0, 0.3), (200.0, 0.3), (300.0, 0.3)]
-    stalls = [(99.99, 0.2, 0.18, 0.19), (199.99, 0.2, 0.02, 0.17), (299.99, 0.2, 0.02, 0.03)]
+    warnings = [(100.0, 0.3), (200.0, 0.3), (300.0, 0.3), (400.0, 0.5)]
+    stalls = [(99.99, 0.2, 0.18, 0.19), (199.99, 0.2, 0.02, 0.17), (299.99, 0.2, 0.02, 0.03),
+              (399.99, 0.45, 0.14, 0.14)]
     samples = [(99.9, 0.1, 0, PROVIDER, {}), (199.9, 0.1, 0, PROVIDER, {"airflow-broadcast-writer": 0.015}),
-               (299.9, 0.1, 0, PROVIDER, {})]
+               (299.9, 0.1, 0, PROVIDER, {}), (399.9, 0.4, 0, COLLECTING, {})]
+    pauses = [(399.95, 2, 0.4)]  # 0.4 s of wall time, but the process got 0.14 s of CPU through it
 
-    result = warning_causes(warnings, [], samples, stalls)
+    result = warning_causes(warnings, pauses, samples, stalls)
 
-    assert [d["cause"] for d in result["blocked_warning_details"]] == ["provider", "other_threads", "descheduled"]
+    assert [d["cause"] for d in result["blocked_warning_details"]] == ["provider", "other_threads", "descheduled",
+                                                                       "descheduled"]
     assert result["blocked_warning_details"][1]["busiest_thread"] == "airflow-broadcast-writer"
     assert result["blocked_warning_details"][2]["process_cpu"] == 0.03
 
@@ -63,3 +66,21 @@ def test_the_gc_summary_adds_the_causes_only_when_the_probe_sampled_stacks(tmp_p
     assert gc_summary(log, probe)["blocked_warnings_by_cause"]["collector"] == 1
     probe.write_text(json.dumps({"t": t10, "gc": [], "stalls": []}) + "\n")
     assert "blocked_warnings_by_cause" not in gc_summary(log, probe)
+
+
+def test_a_result_is_recounted_from_the_log_and_probe_its_run_kept(tmp_path: Path) -> None:
+    log = "2026-12-04T10:00:10.000000Z [info     ] Triggerer's async thread was blocked for 0.30 seconds, exceeding\n"
+    t10 = 1796378410.0
+    results = tmp_path / "triggerer.json"
+    results.write_text(json.dumps({"steps": [], "blocked_warnings_by_cause": {"provider": 1}, "floor": {"steps": []}}))
+    (tmp_path / "triggerer-provider.log").write_text(log)
+    line = {"t": t10, "gc": [], "stalls": [[t10 - 0.05, 0.2, 0.02, 0.03]],
+            "stall_stacks": [[t10 - 0.1, 0.2, 0, PROVIDER, {}]]}
+    (tmp_path / "triggerer-provider.probe.jsonl").write_text(json.dumps(line) + "\n")
+
+    recounted = recount(results, tmp_path)
+
+    assert recounted["blocked_warnings_by_cause"]["descheduled"] == 1
+    assert recounted["blocked_warnings_by_cause"]["provider"] == 0
+    assert recounted["floor"] == {"steps": []}  # the comparator's files were not kept: left as it was
+    assert json.loads(results.read_text()) == recounted
