@@ -38,8 +38,10 @@ def _detail(tracked: list[Any]) -> Counter[str]:
             found["coroutine " + o.cr_code.co_qualname] += 1
         elif type(o).__name__ == "method":
             found["method " + getattr(o.__func__, "__qualname__", "?")] += 1
-        elif type(o).__name__ in ("cell", "function"):
-            found[type(o).__name__ + " " + (o.__qualname__ if type(o).__name__ == "function" else "")] += 1
+        elif type(o).__name__ == "function":
+            found["function " + o.__qualname__] += 1
+        elif type(o).__name__ == "cell":
+            found["cell"] += 1
         elif type(o) is tuple:
             found[f"tuple {len(o)} " + ",".join(type(x).__name__ for x in o[:3])] += 1
         elif type(o) is list:

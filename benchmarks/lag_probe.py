@@ -5,9 +5,10 @@ delay with the provider's own LoopLag, and every `flush_seconds` appends one JSO
 the time, the new lag samples, and the API requests the provider's shared clients on this loop have
 sent so far, and the garbage collections that paused the process for 0.1 s or more (when, which
 generation, how long): a stall the triggerer warns about that matches one of them is the collector's,
-not a trigger's; each stall of the loop of 0.15 s or more with the CPU time its thread got meanwhile (see
-Stalls); the loop thread's stacks sampled while the loop was late (see StallStacks), which name what held it
-(`benchmarks/stall_causes.py`); and the log socket's queue. It ends (one event) when `stop_path` exists.
+not a trigger's; each stall of the loop of 0.1 s or more with the CPU time its thread and the process got
+meanwhile (see Stalls); the loop thread's stacks sampled while the loop was late (see StallStacks), which
+name what held it (`benchmarks/stall_causes.py`); and the log socket's queue. It ends (one event) when
+`stop_path` exists.
 
 With BENCH_TRACEMALLOC_DIR set, it traces allocations from its start and, when the benchmark leaves
 `<dir>/<step>.request`, dumps a snapshot to `<dir>/<step>.dump`: the difference of two steps says
@@ -173,7 +174,8 @@ class StallStacks:
             now = thread_cpu()
             if frame is not None:
                 stack = [f"{_where(f.filename)}:{f.lineno} {f.name}" for f in traceback.extract_stack(frame, limit=25)]
-                ran = {name: round(cpu - before.get(name, cpu), 3) for name, cpu in now.items()}
+                ran = {name: round(cpu - before.get(name, cpu), 3) for name, cpu in now.items()
+                       if name != threading.current_thread().name}  # its own reading is not the process's work
                 self.samples.append((round(time.time(), 3), round(late, 3), log_queue()[0], stack,
                                      {name: cpu for name, cpu in ran.items() if cpu >= 0.001}))
             before = now
@@ -221,11 +223,10 @@ class LagProbeTrigger(BaseTrigger):
                 requests, routes = provider_requests()
                 line = {"t": time.time(), "lag": lag.samples[written:], "requests": requests, "routes": routes,
                         "runner_rss_kib": rss_kib(), "pid": os.getpid(), "gc": collections.pauses[gc_written:],
-                        "stalls": stalls.stalls[stalls_written:]}
-                line["log_queue"] = log_queue()
-                line["stall_stacks"] = stacks.samples[stacks_written:]
-                stacks_written = len(stacks.samples)
-                written, gc_written, stalls_written = len(lag.samples), len(collections.pauses), len(stalls.stalls)
+                        "stalls": stalls.stalls[stalls_written:], "log_queue": log_queue(),
+                        "stall_stacks": stacks.samples[stacks_written:]}
+                written, gc_written = len(lag.samples), len(collections.pauses)
+                stalls_written, stacks_written = len(stalls.stalls), len(stacks.samples)
                 await asyncio.to_thread(self._append, json.dumps(line) + "\n")
                 if traced:
                     self._snapshots(traced)
