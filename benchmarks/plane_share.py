@@ -112,11 +112,15 @@ def _release(where: _Hierarchy | None, homes: dict[int, Path]) -> None:
 
 @contextmanager
 def lowered_priority(pids: Iterable[int], nice: int) -> Iterator[bool]:
-    """Run the block with these processes (every thread) at `nice`; yields whether it took effect.
+    """Run the block with these processes (every thread, and their scheduler autogroups) at `nice`; yields whether
+    it took effect.
 
     The triggerer benchmark lowers the private control plane: in production the triggerer does not share its cores
-    with the API server, etcd and a simulator of every kubelet. Restoring a lower niceness may need privilege;
-    when it fails, the plane stays lowered until it stops, and a warning says so.
+    with the API server, etcd and a simulator of every kubelet. Each plane binary runs in a session of its own, and
+    where the kernel groups sessions (`sched_autogroup_enabled`) it shares the CPUs between the groups first: a
+    thread's niceness then counts only inside its group, so the group's niceness is lowered too (the benchmark's
+    own group is left alone). Restoring a lower niceness may need privilege; when it fails, the plane stays lowered
+    until it stops, and a warning says so.
     """
     before: dict[int, int] = {}
     for pid in pids:
@@ -127,6 +131,7 @@ def lowered_priority(pids: Iterable[int], nice: int) -> Iterator[bool]:
                 os.setpriority(os.PRIO_PROCESS, tid, nice)
             except OSError:
                 continue
+    groups = _lower_autogroups(pids, nice)
     try:
         yield bool(before)
     finally:
@@ -138,3 +143,38 @@ def lowered_priority(pids: Iterable[int], nice: int) -> Iterator[bool]:
             except PermissionError:
                 print(f"warning: could not restore the control plane's priority (thread {tid})", flush=True)
                 break
+        for pid, value in groups.items():
+            _set_autogroup(pid, value)
+
+
+def autogroup(pid: int | str) -> tuple[str, int] | None:
+    """(name, niceness) of a process's scheduler autogroup, or None where the kernel has none."""
+    try:
+        name, _, value = Path(f"/proc/{pid}/autogroup").read_text().split()
+        return name, int(value)
+    except (OSError, ValueError):
+        return None
+
+
+def _lower_autogroups(pids: Iterable[int], nice: int) -> dict[int, int]:
+    """Set each process's autogroup (one per group, never the benchmark's own) to `nice`: {pid: niceness before}."""
+    own, seen, before = autogroup("self"), set(), {}
+    for pid in pids:
+        group = autogroup(pid)
+        if group is None or group[0] in seen or (own is not None and group[0] == own[0]):
+            continue
+        seen.add(group[0])
+        if _set_autogroup(pid, nice):
+            before[pid] = group[1]
+    return before
+
+
+def _set_autogroup(pid: int, nice: int) -> bool:
+    try:
+        Path(f"/proc/{pid}/autogroup").write_text(str(nice))
+        return True
+    except ProcessLookupError:
+        return False
+    except OSError as exc:
+        print(f"warning: could not set the autogroup niceness of process {pid} to {nice} ({exc})", flush=True)
+        return False

@@ -1,4 +1,5 @@
-"""The triggerer benchmark lowers the control plane's priority for its run, every thread, and restores it."""
+"""The triggerer benchmark lowers the control plane's priority for its run, every thread and its session's
+scheduler autogroup, and restores it."""
 
 from __future__ import annotations
 
@@ -11,16 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.plane_share import lowered_priority
+from benchmarks.plane_share import autogroup, lowered_priority
 
 THREADS = "import threading, time; [threading.Thread(target=time.sleep, args=(60,)).start() for _ in range(3)]; " \
           "time.sleep(60)"
 
 
-@pytest.fixture
-def plane_process() -> Iterator[subprocess.Popen[bytes]]:
-    """A stand-in for a control-plane binary: one process with several threads."""
-    child = subprocess.Popen([sys.executable, "-c", THREADS])
+@pytest.fixture(params=[True, False], ids=["own-session", "benchmark-session"])
+def plane_process(request: pytest.FixtureRequest) -> Iterator[subprocess.Popen[bytes]]:
+    """A stand-in for a control-plane binary: one process with several threads, in a session of its own (as the
+    plane's binaries run) or in the benchmark's."""
+    child = subprocess.Popen([sys.executable, "-c", THREADS], start_new_session=request.param)
     try:
         deadline = time.monotonic() + 10
         while len(list(Path(f"/proc/{child.pid}/task").iterdir())) < 4:
@@ -38,12 +40,16 @@ def _niceness(pid: int) -> set[int]:
 
 def test_every_thread_runs_lowered_inside_the_block_and_is_restored_after(
         plane_process: subprocess.Popen[bytes], capsys: pytest.CaptureFixture[str]) -> None:
-    start = _niceness(plane_process.pid)
+    start, group = _niceness(plane_process.pid), autogroup(plane_process.pid)
+    own_group = group is not None and group == autogroup("self")
     with lowered_priority([plane_process.pid], 7) as lowered:
         assert lowered
         assert _niceness(plane_process.pid) == {7}
+        if group is not None:  # the kernel groups sessions: the plane's group is lowered, the benchmark's never
+            assert autogroup(plane_process.pid) == (group[0], group[1] if own_group else 7)
     if os.geteuid() == 0:
         assert _niceness(plane_process.pid) == start
+        assert autogroup(plane_process.pid) == group
         assert "could not restore" not in capsys.readouterr().out
     else:  # an unprivileged user may not lower niceness again: the run says so
         assert "could not restore" in capsys.readouterr().out
