@@ -96,29 +96,62 @@ STALL_SECONDS = 0.1  # the watchdog warns when its 0.1 s sleep takes over 0.2 s:
 
 
 class Stalls:
-    """Gaps of STALL_SECONDS or more between two 10 ms wake-ups of the loop:
-    (end time, gap, CPU-s of the loop's thread, CPU-s of the whole process) over the gap.
+    """Gaps of STALL_SECONDS or more between two 10 ms wake-ups of the loop: (end time, gap, CPU-s of the loop's
+    thread, CPU-s of the whole process, seconds the loop's thread waited on a run queue) over the gap.
 
-    The two CPU times say what the stall was: the loop's thread ran for most of it (a callback, or the
-    collector); the process's other threads did (the loop's thread waited for the interpreter lock they
-    held); or neither did (the process waited for a CPU, or the loop's thread in a blocking call).
+    The times say what the stall was: the loop's thread ran for most of it (a callback, or the collector); the
+    process's other threads did (the loop's thread waited for the interpreter lock they held); or neither did,
+    and then the run-queue wait (the kernel's schedstat, -1 where it has none) tells a thread that was ready
+    but had no CPU from one that was off the CPUs otherwise (a blocking call, or the machine's vCPU itself).
     """
 
     def __init__(self, stacks: StallStacks | None = None) -> None:
-        self.stalls: list[tuple[float, float, float, float]] = []
+        self.stalls: list[tuple[float, float, float, float, float]] = []
         self.stacks = stacks
 
     async def run(self) -> None:
-        wall, cpu, process = time.perf_counter(), time.thread_time(), time.process_time()
-        while True:
-            await asyncio.sleep(0.01)
-            now, used, used_by_all = time.perf_counter(), time.thread_time(), time.process_time()
-            if self.stacks is not None:
-                self.stacks.tick = now
-            if now - wall - 0.01 >= STALL_SECONDS:
-                self.stalls.append((round(time.time(), 3), round(now - wall - 0.01, 3), round(used - cpu, 3),
-                                    round(used_by_all - process, 3)))
-            wall, cpu, process = now, used, used_by_all
+        waited = RunQueueWait()
+        wall, cpu, process, queued = time.perf_counter(), time.thread_time(), time.process_time(), waited()
+        try:
+            while True:
+                await asyncio.sleep(0.01)
+                now, used, used_by_all = time.perf_counter(), time.thread_time(), time.process_time()
+                in_queue = waited()
+                if self.stacks is not None:
+                    self.stacks.tick = now
+                if now - wall - 0.01 >= STALL_SECONDS:
+                    wait = round(in_queue - queued, 3) if min(in_queue, queued) >= 0 else -1.0
+                    self.stalls.append((round(time.time(), 3), round(now - wall - 0.01, 3), round(used - cpu, 3),
+                                        round(used_by_all - process, 3), wait))
+                wall, cpu, process, queued = now, used, used_by_all, in_queue
+        finally:
+            waited.close()
+
+
+class RunQueueWait:
+    """Seconds the calling thread has waited on a run queue so far (`/proc/thread-self/schedstat`), -1 if unknown.
+
+    The file stays open: one read per call, cheap enough for the sampler's 10 ms tick.
+    """
+
+    def __init__(self) -> None:
+        try:
+            self._fd: int | None = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+        except OSError:
+            self._fd = None
+
+    def __call__(self) -> float:
+        if self._fd is None:
+            return -1.0
+        try:
+            return int(os.pread(self._fd, 128, 0).split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):
+            return -1.0
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def thread_cpu() -> dict[str, float]:

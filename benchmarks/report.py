@@ -280,7 +280,9 @@ def _stalls(result: dict[str, Any]) -> str:
 CAUSE_TEXT = {"collector": "a garbage collection", "log_write": "a write of a log line to the socket that Airflow's "
               "supervisor drains (Airflow's own lines are written on the loop)",
               "other_threads": "other threads of the trigger runner holding the interpreter lock",
-              "descheduled": "the trigger runner waiting for a CPU", "provider": "the provider's code on the loop",
+              "descheduled": "the trigger runner waiting for a CPU",
+              "off_cpu": "the trigger runner off the CPUs without waiting for one (a blocking call, or the virtual CPU "
+              "not running)", "provider": "the provider's code on the loop",
               "other": "other code on the loop", "unsampled": "nothing sampled"}
 
 

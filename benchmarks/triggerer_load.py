@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import REPO_ROOT, core_api, new_namespace, node_pool, percentile, raw_client
+from benchmarks.cpu_timeline import CpuTimeline
 from benchmarks.methods import Task, broadcast_manifest
-from benchmarks.stall_causes import blocked_warnings, ended_inside, warning_causes
+from benchmarks.stall_causes import gc_summary
 from devcluster.airflow_env import AirflowEnv
 from devcluster.airflow_stack import AirflowStack, StackSettings
 
@@ -92,6 +93,24 @@ class Load:
         self.stop_file = stack.airflow_env.home / "probe.stop"
         self.runs: dict[str, str] = {}  # DAG id → its run's id
         self.jobs = 0
+
+    def run(self, counts: list[int], window: float, settle: float) -> list[dict[str, Any]]:
+        """Defer the probe, measure with no jobs, then at each count once the jobs have arrived and settled."""
+        self.begin(max(counts))
+        time.sleep(settle)
+        steps = [self.measure(window)]
+        print(f"[triggerer] {steps[-1]}", flush=True)
+        for count in counts:
+            if self.floor:
+                self.grow_floor(count)
+                time.sleep(settle)
+                steps.append(self.measure(window))
+            else:
+                grow_seconds = self.grow(count, timeout=max(600.0, count * 2.0))
+                time.sleep(settle)
+                steps.append({**self.measure(window), "seconds_to_all_running": round(grow_seconds, 1)})
+            print(f"[triggerer] {steps[-1]}", flush=True)
+        return steps
 
     def begin(self, jobs: int) -> None:
         """Wait until every DAG is parsed, start one run of each, and defer the probe."""
@@ -202,78 +221,25 @@ def _bench(kubeconfig: str, counts: list[int], window: float, settle: float, flo
         "BENCH_IDLE_TASKS": str(max(counts)), "BENCH_IDLE_PER_DAG": str(PER_DAG),
         "AIRFLOW__TRIGGERER__CAPACITY": str(max(counts) + 10),
         "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "600", "AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT": "600"})
-    steps: list[dict[str, Any]] = []
     with node_pool(kubeconfig, 1, label, pods_per_node=max(counts) + 50) as (_, pool_seconds), \
             AirflowStack(env, components=("api-server", "dag-processor", "triggerer"), settings=settings) as stack:
         load = Load(stack, kubeconfig, namespace, label, floor)
-        load.begin(max(counts))
-        time.sleep(settle)
-        steps.append(load.measure(window))
-        print(f"[triggerer] {steps[-1]}", flush=True)
-        for count in counts:
-            if floor:
-                load.grow_floor(count)
-                time.sleep(settle)
-                steps.append(load.measure(window))
-            else:
-                grow_seconds = load.grow(count, timeout=max(600.0, count * 2.0))
-                time.sleep(settle)
-                steps.append({**load.measure(window), "seconds_to_all_running": round(grow_seconds, 1)})
-            print(f"[triggerer] {steps[-1]}", flush=True)
+        timeline = stack.airflow_env.home / "cpu.jsonl"
+        groups = {process.pid: process.name for process in stack.processes}  # each runs in a session of its own
+        with CpuTimeline(timeline, groups):
+            steps = load.run(counts, window, settle)
         load.stop_file.touch()
         triggerer = next(c for c in stack.processes if c.name == "triggerer")
         blocked_total = triggerer.log.read_text(errors="replace").count(BLOCKED)
         kept = HOME.with_name(f"triggerer-{'floor' if floor else 'provider'}.log")  # the next run replaces HOME
         shutil.copyfile(triggerer.log, kept)
-        if load.probe.exists():
-            shutil.copyfile(load.probe, kept.with_suffix(".probe.jsonl"))
-        collections = gc_summary(triggerer.log.read_text(errors="replace"), load.probe)
+        for path, suffix in ((load.probe, ".probe.jsonl"), (timeline, ".cpu.jsonl")):
+            if path.exists():
+                shutil.copyfile(path, kept.with_suffix(suffix))
+        collections = gc_summary(triggerer.log.read_text(errors="replace"), load.probe, timeline)
     core.delete_namespace(namespace)
     return {"benchmark": "triggerer_idle_jobs", "counts": counts, "pool_seconds": round(pool_seconds, 1),
             "steps": steps, "blocked_warnings_total": blocked_total, **collections, **_derived(steps)}
-
-
-def gc_summary(log_text: str, probe: Path) -> dict[str, Any]:
-    """The collector's long pauses in the trigger runner, and how many blocked warnings one of them explains.
-
-    The watchdog logs a block once it ends, so a pause explains a warning when it ended inside that block.
-    """
-    lines = [json.loads(x) for x in probe.read_text().splitlines()] if probe.exists() else []
-    pauses = [tuple(p) for x in lines for p in x.get("gc", [])]
-    warnings = blocked_warnings(log_text)
-    explained = sum(1 for when, took in warnings if any(ended_inside(end, when, took) for end, _, _ in pauses))
-    samples = [tuple(s) for x in lines for s in x.get("stall_stacks", [])]
-    stalls = [tuple(s) for x in lines for s in x.get("stalls", [])]
-    causes = warning_causes(warnings, pauses, samples, stalls) if any("stall_stacks" in x for x in lines) else {}
-    return {"gc_pauses_over_0_1s": len(pauses), "gc_pauses_over_0_2s": sum(1 for p in pauses if p[2] > 0.2),
-            "gc_max_pause_seconds": max((p[2] for p in pauses), default=0.0),
-            "gc_full_collections_over_0_1s": sum(1 for p in pauses if p[1] == 2),
-            "blocked_warnings_during_gc": explained, **stall_summary(warnings, lines), **causes}
-
-
-def stall_summary(warnings: list[tuple[float, float]], lines: list[dict[str, Any]]) -> dict[str, Any]:
-    """For each blocked warning, the probe's stall that ended inside it: did the loop's thread run through it?
-
-    At least half the stall in CPU time: code ran on the loop. Less: the thread did not run, kept off a CPU by
-    the machine or by another thread of the process holding the interpreter lock. Results from before the probe
-    kept stalls have none of these keys.
-    """
-    if not any("stalls" in x for x in lines):
-        return {}
-    stalls = [tuple(s) for x in lines for s in x.get("stalls", [])]
-    on_loop = descheduled = 0
-    for when, took in warnings:
-        match = [s for s in stalls if ended_inside(s[0], when, took)]
-        if not match:
-            continue
-        gap, cpu = max(match, key=lambda s: s[1])[1:3]
-        if cpu >= gap / 2:
-            on_loop += 1
-        else:
-            descheduled += 1
-    return {"loop_stalls_over_0_2s": sum(1 for s in stalls if s[1] >= 0.2),
-            "blocked_warnings_running_on_loop": on_loop, "blocked_warnings_descheduled": descheduled,
-            "blocked_warnings_without_stall": len(warnings) - on_loop - descheduled}
 
 
 def _derived(steps: list[dict[str, Any]]) -> dict[str, Any]:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.stall_causes import blocked_warnings
-from benchmarks.triggerer_load import gc_summary, stall_summary
+from benchmarks.stall_causes import blocked_warnings, gc_summary, stall_summary
 
 LOG = """\
 2026-12-04T10:00:10.000000Z [info     ] Triggerer's async thread was blocked for 0.50 seconds, exceeding the configured

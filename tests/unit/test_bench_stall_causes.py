@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.stall_causes import cause_of, recount, warning_causes
-from benchmarks.triggerer_load import gc_summary
+from benchmarks.stall_causes import cause_of, gc_summary, recount, warning_causes
 
 LOG_WRITE = ["airflow/jobs/triggerer_job_runner.py:1591 run_trigger", "structlog/_output.py:347 msg"]
 COLLECTING = ["airflow_broadcast/reconcilers/journal.py:106 changed_objects", "benchmarks/lag_probe.py:76 __call__"]
@@ -31,11 +30,12 @@ def test_a_warning_gets_the_samples_taken_inside_its_block_and_the_longest_ones_
                (250.0, 0.2, 0, COLLECTING)]  # between blocks: explains none
     result = warning_causes(warnings, [], samples)
 
-    assert result["blocked_warnings_by_cause"] == {"log_write": 1, "descheduled": 0, "other_threads": 0,
+    assert result["blocked_warnings_by_cause"] == {"log_write": 1, "descheduled": 0, "off_cpu": 0, "other_threads": 0,
                                                    "collector": 0, "provider": 1, "other": 0, "unsampled": 1}
     first, second, third = result["blocked_warning_details"]
     assert first == {"at": 100.0, "seconds": 0.7, "cause": "log_write", "loop_thread_cpu": None, "process_cpu": None,
-                     "busiest_thread": None, "log_queue_bytes": 2_000_000, "frame": "structlog/_output.py:347 msg"}
+                     "loop_thread_run_queue_wait": None, "busiest_thread": None, "log_queue_bytes": 2_000_000,
+                     "frame": "structlog/_output.py:347 msg"}
     assert (second["cause"], second["frame"]) == ("provider", "airflow_broadcast/cluster/cache_journals.py:37 record")
     assert (third["cause"], third["frame"]) == ("unsampled", None)
 
@@ -54,6 +54,18 @@ def test_a_stalls_cpu_tells_a_loop_that_ran_from_one_that_waited_for_other_threa
                                                                        "descheduled"]
     assert result["blocked_warning_details"][1]["busiest_thread"] == "airflow-broadcast-writer"
     assert result["blocked_warning_details"][2]["process_cpu"] == 0.03
+    assert result["blocked_warning_details"][2]["loop_thread_run_queue_wait"] is None  # an older probe's stall
+
+
+def test_the_run_queue_wait_tells_a_process_that_waited_for_a_cpu_from_one_that_was_off_the_cpus() -> None:
+    warnings = [(100.0, 0.3), (200.0, 0.3)]
+    stalls = [(99.99, 0.2, 0.02, 0.03, 0.15), (199.99, 0.2, 0.02, 0.03, 0.01)]
+    samples = [(99.9, 0.1, 0, PROVIDER, {}), (199.9, 0.1, 0, PROVIDER, {})]
+
+    details = warning_causes(warnings, [], samples, stalls)["blocked_warning_details"]
+
+    assert [d["cause"] for d in details] == ["descheduled", "off_cpu"]
+    assert [d["loop_thread_run_queue_wait"] for d in details] == [0.15, 0.01]
 
 
 def test_the_gc_summary_adds_the_causes_only_when_the_probe_sampled_stacks(tmp_path: Path) -> None:
@@ -77,10 +89,17 @@ def test_a_result_is_recounted_from_the_log_and_probe_its_run_kept(tmp_path: Pat
     line = {"t": t10, "gc": [], "stalls": [[t10 - 0.05, 0.2, 0.02, 0.03]],
             "stall_stacks": [[t10 - 0.1, 0.2, 0, PROVIDER, {}]]}
     (tmp_path / "triggerer-provider.probe.jsonl").write_text(json.dumps(line) + "\n")
+    who_ran = [{"t": t10 - 0.2, "cpu": {"kube-apiserver": 0.3, "trigger runner": 0.01}, "idle": 0.0, "steal": 0.0},
+               {"t": t10, "cpu": {"kube-apiserver": 0.2, "etcd": 0.15}, "idle": 0.0, "steal": 0.0},
+               {"t": t10 + 5, "cpu": {"kwok": 0.4}, "idle": 0.0, "steal": 0.0}]  # after the block
+    (tmp_path / "triggerer-provider.cpu.jsonl").write_text("".join(json.dumps(x) + "\n" for x in who_ran))
 
     recounted = recount(results, tmp_path)
 
     assert recounted["blocked_warnings_by_cause"]["descheduled"] == 1
+    assert recounted["blocked_warning_details"][0]["cpu_by_role"] == {"kube-apiserver": 0.5, "etcd": 0.15,
+                                                                      "trigger runner": 0.01}
+    assert recounted["cpu_by_role_through_warnings"]["kube-apiserver"] == 0.5
     assert recounted["blocked_warnings_by_cause"]["provider"] == 0
     assert recounted["floor"] == {"steps": []}  # the comparator's files were not kept: left as it was
     assert json.loads(results.read_text()) == recounted

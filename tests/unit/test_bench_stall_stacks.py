@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from pathlib import Path
 
 from benchmarks.lag_probe import Stalls, StallStacks, _where
 
@@ -42,7 +43,7 @@ def _spin(seconds: float) -> None:
 
 
 def test_a_stall_records_the_cpu_of_the_loops_thread_and_of_the_process() -> None:
-    async def scenario() -> list[tuple[float, float, float, float]]:
+    async def scenario() -> list[tuple[float, float, float, float, float]]:
         stalls = Stalls()
         ticking = asyncio.get_running_loop().create_task(stalls.run())
         await asyncio.sleep(0.05)
@@ -56,6 +57,10 @@ def test_a_stall_records_the_cpu_of_the_loops_thread_and_of_the_process() -> Non
     spun, slept = asyncio.run(scenario())
     assert spun[1] >= 0.15 and spun[2] >= spun[1] / 2 and spun[3] >= spun[2]
     assert slept[1] >= 0.15 and slept[2] < slept[1] / 2 and slept[3] < slept[1] / 2
+    if Path("/proc/thread-self/schedstat").exists():  # asleep, the thread was not waiting for a CPU either
+        assert 0 <= slept[4] < slept[1] / 2 and 0 <= spun[4] < spun[1]
+    else:
+        assert slept[4] == spun[4] == -1
 
 
 def test_frames_are_named_without_the_machines_paths() -> None:
