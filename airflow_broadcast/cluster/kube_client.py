@@ -26,6 +26,8 @@ from airflow_broadcast.cluster.api_errors import (
     error_from_response,
 )
 from airflow_broadcast.cluster.api_paths import request_route
+from airflow_broadcast.cluster.list_items import OFFLOAD_PARSE_BYTES as _OFFLOAD_PARSE_BYTES
+from airflow_broadcast.cluster.list_items import lazy_page
 from airflow_broadcast.specs.api_types import JsonDict
 
 __all__ = ["Backoff", "JsonDict", "KubeClient", "RateLimiter"]  # JsonDict: the cluster layer imports it from here
@@ -33,7 +35,6 @@ __all__ = ["Backoff", "JsonDict", "KubeClient", "RateLimiter"]  # JsonDict: the 
 log = logging.getLogger(__name__)
 
 # Bodies above this size are parsed in a worker thread so the event loop never stalls.
-_OFFLOAD_PARSE_BYTES = 256 * 1024
 _DECODER = msgspec.json.Decoder()
 
 
@@ -210,16 +211,17 @@ class KubeClient:
         return result
 
     # ---- lists and watches ------------------------------------------------------------
-    async def list_pages(self, path: str, *, page_size: int = 500,
+    async def list_pages(self, path: str, *, page_size: int = 500, lazy_items: bool = False,
                          **query: Any) -> AsyncIterator[JsonDict]:
-        """Yield each page of a LIST (limit/continue), so a huge list never blocks the loop."""
+        """Yield each page of a LIST (limit/continue), so a huge list never blocks the loop; with `lazy_items`,
+        the items stay raw JSON (`list_items`) until the caller parses the ones it needs."""
         token: str | None = None
         while True:
             params = dict(query, limit=page_size)
             if token:
                 params["continue"] = token
             try:
-                page = await self.get(path, **params)
+                page = await (lazy_page(self, path, params) if lazy_items else self.get(path, **params))
             except Gone:
                 if token is None:
                     raise
