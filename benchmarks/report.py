@@ -179,10 +179,11 @@ def _plane(result: dict[str, Any]) -> str:
         return (" The control plane's priority was left as it was (`--plane-nice 0`, or a cluster the benchmark did "
                 "not start).")
     return (f" The private control plane (etcd, API server, controller-manager, scheduler, kwok) ran at niceness "
-            f"{nice} through the provider's run and the comparator's, as the triggerer does not share its cores with "
-            "them in production. At equal priority on 2 cores, the pod creates of arriving jobs load the plane, and "
-            "the triggerer is descheduled long enough for short blocked warnings that no provider work explains "
-            "(`--plane-nice 0` measures that).")
+            f"{nice} through the provider's run and the comparator's, its threads and its sessions' scheduler "
+            "groups alike (the kernel shares the CPUs between sessions first), as the triggerer does not share its "
+            "cores with them in production. At equal priority on 2 cores, the pod creates of arriving jobs load the "
+            "plane, and the triggerer is descheduled long enough for short blocked warnings that no provider work "
+            "explains (`--plane-nice 0` measures that).")
 
 
 def _quota(result: dict[str, Any]) -> str:
