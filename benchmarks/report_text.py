@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from airflow_broadcast.config import Settings
-from benchmarks import overhead_runs
+from benchmarks import overhead_runs, relist_memory
+from benchmarks.common import load
 
 DESIGN_TEMPLATE = Path(__file__).with_name("performance_design.md")
 
@@ -28,7 +29,8 @@ def _rollout(qps: float) -> str:
 def design() -> str:
     qps, burst = _limits()
     return DESIGN_TEMPLATE.read_text().format(qps=f"{qps:g}", burst=burst, rollout=_rollout(qps),
-                                              overhead_runs=overhead_runs.table(overhead_runs.load_runs()))
+                                              overhead_runs=overhead_runs.table(overhead_runs.load_runs()),
+                                              relist_memory=relist_memory.summary(load("relist_memory")))
 
 
 def client_limits_section() -> str:
