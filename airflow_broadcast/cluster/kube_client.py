@@ -27,7 +27,7 @@ from airflow_broadcast.cluster.api_errors import (
 )
 from airflow_broadcast.cluster.api_paths import request_route
 from airflow_broadcast.cluster.list_items import OFFLOAD_PARSE_BYTES as _OFFLOAD_PARSE_BYTES
-from airflow_broadcast.cluster.list_items import lazy_page
+from airflow_broadcast.cluster.list_items import lazy_page, read_page
 from airflow_broadcast.specs.api_types import JsonDict
 
 __all__ = ["Backoff", "JsonDict", "KubeClient", "RateLimiter"]  # JsonDict: the cluster layer imports it from here
@@ -136,12 +136,12 @@ class KubeClient:
     # ---- plain requests ---------------------------------------------------------------
     async def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None,
                       body: Any = None, content_type: str = "application/json",
-                      timeout: float | None = None, retry: bool = True, raw: bool = False) -> Any:
+                      timeout: float | None = None, retry: bool = True, raw: bool = False, page: bool = False) -> Any:
         """Send one request and return the parsed JSON body; raise a ClusterApiError subclass."""
         attempt = 0
         while True:
             try:
-                return await self._request_once(method, path, query, body, content_type, timeout, raw)
+                return await self._request_once(method, path, query, body, content_type, timeout, raw, page)
             except ClusterApiError as exc:
                 attempt += 1
                 if not (retry and exc.retryable) or attempt > self.max_retries:
@@ -158,7 +158,8 @@ class KubeClient:
         return raw.decode(errors="replace")
 
     async def _request_once(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
-                            content_type: str, timeout: float | None, raw_body: bool = False) -> Any:
+                            content_type: str, timeout: float | None, raw_body: bool = False,
+                            page: bool = False) -> Any:
         await self.limiter.acquire()
         self._count(method, path)
         headers = {"Accept": "*/*" if raw_body else "application/json", "Content-Type": content_type}
@@ -177,7 +178,7 @@ class KubeClient:
             raise TransportError(0, "Unreachable", f"{type(exc).__name__}: {exc}",
                                  verb=method, target=path) from exc
         if 200 <= status < 300:
-            return raw if raw_body else await _parse_body(raw, method, path)
+            return raw if raw_body else await (read_page(raw, path) if page else _parse_body(raw, method, path))
         raise error_from_response(status, raw, verb=method, target=path, retry_after=retry_after)
 
     async def get(self, path: str, **query: Any) -> JsonDict:

@@ -63,9 +63,10 @@ async def read_page(raw: bytes, path: str) -> JsonDict:
 
 
 async def lazy_page(client: Any, path: str, params: Mapping[str, Any]) -> JsonDict:
-    """One page of a LIST through the client's request (limits, retries), its items left raw."""
-    raw: bytes = await client.request("GET", path, query=params, raw=True)
-    return await read_page(raw, path)
+    """One page of a LIST through the client's request (limits; retries, a page cut short included), its items
+    left raw."""
+    page: JsonDict = await client.request("GET", path, query=params, page=True)
+    return page
 
 
 def version_number(value: Any) -> int:

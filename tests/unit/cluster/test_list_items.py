@@ -98,3 +98,41 @@ async def test_a_relist_parses_only_the_items_newer_than_the_cache(monkeypatch: 
     assert parsed == ["b"]  # "a" is held at its listed version: never parsed
     assert informer.values["ns/a"] is held_a
     assert informer.values["ns/b"].phase == "Succeeded"
+
+
+class _CutOnceApi:
+    """An ApiClient whose first answer is cut in half on the way, as a broken connection or proxy would."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body, self.calls = body, 0
+
+    async def call_api(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        data = self.body[: len(self.body) // 2] if self.calls == 1 else self.body
+
+        class Response:
+            status = 200
+            headers: dict[str, str] = {}
+
+            async def __aenter__(self) -> Response:
+                return self
+
+            async def __aexit__(self, *exc: object) -> None:
+                return None
+
+            async def read(self) -> bytes:
+                return data
+
+        return Response()
+
+
+async def test_a_page_cut_short_is_asked_for_again_like_any_answer() -> None:
+    from airflow_broadcast.cluster import kube_client
+
+    api = _CutOnceApi(_page(_pod("a", 11), _pod("b", 12)))
+    kube = kube_client.KubeClient(api, qps=0)
+
+    pages = [page async for page in kube.list_pages("/api/v1/namespaces/ns/pods", lazy_items=True)]
+
+    assert api.calls == 2
+    assert [metadata_of(item)["name"] for item in pages[0]["items"]] == ["a", "b"]
