@@ -27,7 +27,7 @@ from airflow_broadcast.cluster.api_errors import (
 )
 from airflow_broadcast.cluster.api_paths import request_route
 from airflow_broadcast.cluster.list_items import OFFLOAD_PARSE_BYTES as _OFFLOAD_PARSE_BYTES
-from airflow_broadcast.cluster.list_items import lazy_page, read_page
+from airflow_broadcast.cluster.list_items import read_page
 from airflow_broadcast.specs.api_types import JsonDict
 
 __all__ = ["Backoff", "JsonDict", "KubeClient", "RateLimiter"]  # JsonDict: the cluster layer imports it from here
@@ -222,7 +222,7 @@ class KubeClient:
             if token:
                 params["continue"] = token
             try:
-                page = await (lazy_page(self, path, params) if lazy_items else self.get(path, **params))
+                page = await self.request("GET", path, query=params, page=lazy_items)
             except Gone:
                 if token is None:
                     raise

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -60,13 +59,6 @@ async def read_page(raw: bytes, path: str) -> JsonDict:
     except ValueError as exc:
         raise TransportError(0, "Malformed", f"the answer ({len(raw)} bytes) is not JSON: {exc}",
                              verb="GET", target=path) from exc
-
-
-async def lazy_page(client: Any, path: str, params: Mapping[str, Any]) -> JsonDict:
-    """One page of a LIST through the client's request (limits; retries, a page cut short included), its items
-    left raw."""
-    page: JsonDict = await client.request("GET", path, query=params, page=True)
-    return page
 
 
 def version_number(value: Any) -> int:
