@@ -100,7 +100,7 @@ class _Pass:
         if self.spec.completion_policy.type != "Never" and job_finished(self.record.status):
             # RC4: a finished Always job only keeps its TTL expiry stamped (T1-T4, T6, T7).
             expiry = expiry_change(self.record.annotations, ttl_expiry(self.spec, self.record.status))
-            if self.options.cleanup_succeeded_pods:
+            if self.options.cleanup_succeeded_pods and not self.options.kruise_compat:
                 owner_kind = str(self.record.owner_reference.get("kind") or "") or None
                 self._delete([p for p in self.all_pods if p.phase == "Succeeded" and not p.deleting
                               and is_owned(p, self.spec.name, self.record.uid, owner_kind)], CLEANUP_REASON)

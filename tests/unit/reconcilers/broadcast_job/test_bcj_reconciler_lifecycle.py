@@ -270,6 +270,19 @@ def test_L12_cleanup_deletes_the_last_succeeded_pods_after_the_job_completes() -
     assert cluster.status["succeeded"] == 2
 
 
+def test_L12_cleanup_has_no_effect_with_kruise_compat_before_or_after_completion() -> None:
+    options = BroadcastOptions(cleanup_succeeded_pods=True, kruise_compat=True)
+    cluster = BCJCluster(make_spec(), make_nodes(2), options=options)
+    cluster.step()
+    cluster.set_phase("Succeeded", ["node-00"])
+    assert cluster.step().deletes == ()
+    cluster.set_phase("Succeeded")
+    cluster.step()
+    assert cluster.status["phase"] == "completed"
+    assert cluster.step().deletes == ()
+    assert sorted(str(p.node) for p in cluster.pods.values()) == ["node-00", "node-01"]
+
+
 def test_L12_cleanup_keeps_failed_pods_and_is_off_by_default() -> None:
     options = BroadcastOptions(cleanup_succeeded_pods=True)
     cluster = BCJCluster(make_spec(failure="Continue", completion="Never"), make_nodes(2), options=options)
