@@ -127,17 +127,27 @@ class ConfigReader(Protocol):
     def getfloat(self, section: str, key: str, **kwargs: Any) -> float: ...
 
 
+def _read_option(conf: ConfigReader, field: dataclasses.Field[Any]) -> Any:
+    kind = _option_type(field)
+    getter = {bool: conf.getboolean, int: conf.getint, float: conf.getfloat}[kind]
+    value = getter(SECTION, field.name, fallback=field.default)
+    if kind is not bool and value < 0:
+        raise ValueError(f"[{SECTION}] {field.name} must not be negative, got {value}")
+    return value
+
+
 def read_settings(conf: ConfigReader) -> Settings:
     """Settings from `conf`; a missing option keeps its default, a negative number is refused."""
-    values: dict[str, Any] = {}
-    for field in dataclasses.fields(Settings):
-        kind = _option_type(field)
-        getter = {bool: conf.getboolean, int: conf.getint, float: conf.getfloat}[kind]
-        value = getter(SECTION, field.name, fallback=field.default)
-        if kind is not bool and value < 0:
-            raise ValueError(f"[{SECTION}] {field.name} must not be negative, got {value}")
-        values[field.name] = value
-    return Settings(**values)
+    return Settings(**{field.name: _read_option(conf, field) for field in dataclasses.fields(Settings)})
+
+
+def parse_time_setting(name: str) -> Any:
+    """One option, read now: a default taken while a DAG file is parsed, which another option's bad value
+    must not turn into an import error of every DAG that uses the provider."""
+    from airflow_broadcast.version_compat import conf
+
+    field = next(f for f in dataclasses.fields(Settings) if f.name == name)
+    return _read_option(conf, field)
 
 
 ENV_PREFIX = f"AIRFLOW__{SECTION.upper()}__"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from airflow_broadcast.config import current_settings
+from airflow_broadcast.config import parse_time_setting
 from airflow_broadcast.operators.job_runtime import DEFAULT_STARTUP_TIMEOUT_SECONDS
 from airflow_broadcast.reconcilers.handoff import DEFAULT_PROBE_SECONDS, check_controller, check_probe_seconds
 from airflow_broadcast.reconcilers.kind import KindName
@@ -25,7 +25,7 @@ class JobTaskSettings(BaseOperator):
     def __init__(self, *, namespace: str | None = None, kubernetes_conn_id: str = "kubernetes_default",
                  cluster_context: str | None = None,
                  deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=True),
-                 resync_seconds: float = current_settings().resync_seconds, log_tail_lines: int = 50,
+                 resync_seconds: float | None = None, log_tail_lines: int = 50,
                  max_logged_failures: int = 5,
                  startup_timeout_seconds: float | None = DEFAULT_STARTUP_TIMEOUT_SECONDS, controller: str = "airflow",
                  handoff_probe_seconds: float = DEFAULT_PROBE_SECONDS, **kwargs: Any) -> None:
@@ -35,7 +35,8 @@ class JobTaskSettings(BaseOperator):
         self.kubernetes_conn_id = kubernetes_conn_id
         self.cluster_context = cluster_context
         self.deferrable = deferrable
-        self.resync_seconds = resync_seconds
+        # The configured default, read as this task is built (each parse), not when the module is imported.
+        self.resync_seconds = parse_time_setting("resync_seconds") if resync_seconds is None else resync_seconds
         self.log_tail_lines = log_tail_lines
         self.max_logged_failures = max_logged_failures
         self.startup_timeout_seconds = startup_timeout_seconds
