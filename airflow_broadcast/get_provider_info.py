@@ -34,6 +34,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_broadcast.triggers.pod_completion",
                     "airflow_broadcast.triggers.job_reconcile",
                     "airflow_broadcast.triggers.ttl_janitor",
+                    "airflow_broadcast.triggers.handoff",
                 ],
             }
         ],

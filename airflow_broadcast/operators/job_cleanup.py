@@ -21,7 +21,7 @@ class JobCleanupOperator(BaseOperator):
     :param namespaces: namespaces to sweep; default: the connection's namespace, else `default`. (templated)
     """
 
-    template_fields: Sequence[str] = ("namespaces", "kubernetes_conn_id")
+    template_fields: Sequence[str] = ("namespaces", "kubernetes_conn_id", "cluster_context")
 
     def __init__(self, *, namespaces: Sequence[str] | None = None, kubernetes_conn_id: str = "kubernetes_default",
                  cluster_context: str | None = None, **kwargs: Any) -> None:

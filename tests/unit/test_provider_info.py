@@ -28,3 +28,22 @@ def test_every_listed_module_imports() -> None:
 
 def test_no_connection_type_of_our_own() -> None:
     assert "connection-types" not in get_provider_info(), "reuse the cncf `kubernetes` connection type"
+
+
+def test_every_module_that_defines_a_trigger_is_listed() -> None:
+    """Airflow looks a trigger's class up from these lists (the UI, `airflow providers triggers`)."""
+    import pkgutil
+
+    from airflow.triggers.base import BaseTrigger
+
+    import airflow_broadcast.triggers as package
+
+    listed = {m for entry in get_provider_info()["triggers"] for m in entry["python-modules"]}
+    defining = set()
+    for found in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{found.name}")
+        if any(isinstance(v, type) and issubclass(v, BaseTrigger) and v.__module__ == module.__name__
+               for v in vars(module).values()):
+            defining.add(module.__name__)
+    assert "airflow_broadcast.triggers.handoff" in defining
+    assert defining <= listed, sorted(defining - listed)
