@@ -63,7 +63,9 @@ def defer_timeout(deadlines: list[float | None], resync: float) -> float | None:
 def task_key(context: Mapping[str, Any]) -> TaskKey:
     """Which task instance defers, so that a trigger's on_kill can tell a reassignment from a kill."""
     ti = context["ti"]
-    return {"dag_id": ti.dag_id, "task_id": ti.task_id, "run_id": ti.run_id}
+    map_index = getattr(ti, "map_index", None)
+    return {"dag_id": ti.dag_id, "task_id": ti.task_id, "run_id": ti.run_id,
+            "map_index": -1 if map_index is None else int(map_index)}
 
 
 def run_inline(args: JobTriggerArgs, log: TaskLog, *, single_pass: bool = False) -> tuple[LoopReason, str]:

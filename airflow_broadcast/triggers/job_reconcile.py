@@ -42,6 +42,7 @@ class TaskKey(TypedDict):
     dag_id: str
     task_id: str
     run_id: str
+    map_index: NotRequired[int]  # -1, or absent in kwargs of earlier versions: not a mapped task
 
 
 class JobEventPayload(TypedDict):
@@ -242,15 +243,15 @@ class JobReconcileTrigger(BaseTrigger):
         try:
             from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
 
-            states = await asyncio.to_thread(
-                RuntimeTaskInstance.get_task_states, dag_id=key["dag_id"],
-                task_ids=[key["task_id"]], run_ids=[key["run_id"]],
-            )
+            map_index = key.get("map_index", -1)
+            states = await asyncio.to_thread(RuntimeTaskInstance.get_task_states, dag_id=key["dag_id"],
+                                             task_ids=[key["task_id"]], run_ids=[key["run_id"]], map_index=map_index)
         except Exception as exc:
             self.log.info("cannot read the task state (%s); treating the kill as a user action", exc)
             return False
         found = states.get(key["run_id"], {})
-        state = found.get(key["task_id"]) if isinstance(found, dict) else None
+        name = key["task_id"] if map_index < 0 else f"{key['task_id']}_{map_index}"  # Airflow's name of a mapped TI
+        state = found.get(name) if isinstance(found, dict) else None
         return str(state) in ("deferred", "TaskInstanceState.DEFERRED")
 
 

@@ -86,7 +86,7 @@ def test_the_deferred_trigger_carries_the_options_and_the_deferral_is_bounded_by
     args = trigger.args
     assert (args.kind, args.namespace, args.record_name, args.uid) == ("BroadcastJob", "ops", "bcj-prune", "u-1")
     assert args.options == BroadcastOptions(kruise_compat=True)
-    assert args.task_key == {"dag_id": "d", "task_id": "t", "run_id": "r"}
+    assert args.task_key == {"dag_id": "d", "task_id": "t", "run_id": "r", "map_index": -1}
     assert args.on_kill_action == "delete_active_pods"
     timeout = deferred.value.timeout
     assert timeout is not None and 500 + 60 - 5 <= timeout.total_seconds() <= 500 + 60 + 1

@@ -82,14 +82,33 @@ async def test_on_kill_keep_leaves_the_pods(stop_calls: list[Any]) -> None:
 async def test_still_deferred_reads_the_task_state(monkeypatch: pytest.MonkeyPatch) -> None:
     class _RTI:
         @staticmethod
-        def get_task_states(dag_id: str, task_ids: list[str], run_ids: list[str]) -> dict[str, Any]:
-            assert (dag_id, task_ids, run_ids) == ("d", ["t"], ["r"])
+        def get_task_states(dag_id: str, task_ids: list[str], run_ids: list[str], map_index: int) -> dict[str, Any]:
+            assert (dag_id, task_ids, run_ids, map_index) == ("d", ["t"], ["r"], -1)
             return {"r": {"t": "deferred"}}
 
     from airflow.sdk.execution_time import task_runner
 
     monkeypatch.setattr(task_runner, "RuntimeTaskInstance", _RTI)
     assert await JobReconcileTrigger(**KWARGS)._still_deferred() is True
+
+
+@pytest.mark.parametrize(("answer", "deferred"), [({"t_3": "deferred", "t": "failed"}, True),
+                                                 ({"t_3": "failed", "t_2": "deferred"}, False)])
+async def test_still_deferred_reads_a_mapped_instance_under_its_airflow_name(
+        monkeypatch: pytest.MonkeyPatch, answer: dict[str, str], deferred: bool) -> None:
+    """Airflow answers for a mapped instance under "<task_id>_<map_index>": a reassigned trigger of
+    `.expand()` index 3 must see its own state, or its on_kill would delete a live job's pods."""
+    class _RTI:
+        @staticmethod
+        def get_task_states(dag_id: str, task_ids: list[str], run_ids: list[str], map_index: int) -> dict[str, Any]:
+            assert map_index == 3
+            return {"r": answer}
+
+    from airflow.sdk.execution_time import task_runner
+
+    monkeypatch.setattr(task_runner, "RuntimeTaskInstance", _RTI)
+    kwargs = {**KWARGS, "task_key": {"dag_id": "d", "task_id": "t", "run_id": "r", "map_index": 3}}
+    assert await JobReconcileTrigger(**kwargs)._still_deferred() is deferred
 
 
 async def test_an_api_error_becomes_an_error_event_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
