@@ -7,10 +7,19 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_broadcast.cluster.api_errors import Conflict, NotFound
 from airflow_broadcast.cluster.job_events import record_job_deleted
-from airflow_broadcast.cluster.job_records import EXPIRES_AT, RESULT_READ, delete_record, write_record
+from airflow_broadcast.cluster.job_records import (
+    EXPIRES_AT,
+    RESULT_READ,
+    current_record,
+    delete_record,
+    write_record,
+)
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.specs.timestamps import from_rfc3339
+
+MARK_ATTEMPTS = 3
 
 
 async def result_read(client: KubeClient, raw: Mapping[str, Any], log: logging.Logger | Any) -> None:
@@ -29,4 +38,27 @@ async def result_read(client: KubeClient, raw: Mapping[str, Any], log: logging.L
             await record_job_deleted(client, raw)
         log.info("TTL expired at %s: deleted job record %s and its pods", expires_at, meta["name"])
         return
-    await write_record(client, raw, None, {RESULT_READ: "true"})
+    await _mark_read(client, raw, log)
+
+
+async def _mark_read(client: KubeClient, raw: Mapping[str, Any], log: logging.Logger | Any) -> None:
+    """Mark the result read. Another writer (the trigger's last write, a retried PUT whose answer was lost)
+    may have moved the record on: read it again and mark that. The job's outcome never depends on this
+    mark; without it the sweeper deletes the record `unread_result_grace_seconds` after its expiry."""
+    meta = raw.get("metadata") or {}
+    for _ in range(MARK_ATTEMPTS):
+        if (meta.get("annotations") or {}).get(RESULT_READ) == "true":
+            return
+        try:
+            await write_record(client, raw, None, {RESULT_READ: "true"})
+            return
+        except Conflict:
+            fresh = await current_record(client, meta["namespace"], meta["name"], meta.get("uid", ""))
+            if fresh is None:
+                return
+            raw, meta = fresh, fresh.get("metadata") or {}
+        except NotFound:
+            return
+    log.warning("job record %s changed under each of %d attempts to mark its result read; the sweeper deletes it "
+                "once [airflow_broadcast] unread_result_grace_seconds have passed after its expiry",
+                meta.get("name"), MARK_ATTEMPTS)
