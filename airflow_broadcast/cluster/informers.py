@@ -16,7 +16,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Generic, TypeVar
 
 from airflow_broadcast.cluster import heap_release
-from airflow_broadcast.cluster.api_errors import ClusterApiError, Gone
+from airflow_broadcast.cluster.api_errors import ClusterApiError, Gone, TransportError
 from airflow_broadcast.cluster.cache_journals import JOURNAL_ABOVE, CacheJournals
 from airflow_broadcast.cluster.cache_subscribers import Subscribers, Waker
 from airflow_broadcast.cluster.kube_client import Backoff, JsonDict, KubeClient
@@ -97,7 +97,12 @@ class Informer(Generic[T]):
     async def wait_synced(self, timeout: float = 120.0) -> None:
         """Until the first LIST worked (or failed: then raise). A later watch error leaves the cache usable,
         even an empty one: an empty collection is a fine answer."""
-        await asyncio.wait_for(self.synced.wait(), timeout)
+        try:
+            await asyncio.wait_for(self.synced.wait(), timeout)
+        except TimeoutError:
+            why = f"no complete LIST within {timeout:.0f} s; the API server is slow or unreachable"
+            raise TransportError(0, "Timeout", f"{why} (last error: {self.error or 'none'})",
+                                 verb="LIST", target=self.path) from None
         if self.error is not None and not self.listed:
             raise self.error
 

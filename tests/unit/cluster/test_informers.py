@@ -237,3 +237,25 @@ async def test_a_relist_applies_each_page_as_it_comes_and_then_hands_the_freed_h
     assert sorted(seen_after_first_page) == ["a", "b", "gone"]  # page one applied before page two was read
     assert sorted(p.name for p in informer.items("u1")) == ["a", "b", "c"]  # what the list lacked is gone
     assert released == [True]
+
+
+async def test_a_first_list_that_never_completes_is_a_transport_error_naming_the_collection() -> None:
+    """Not a bare TimeoutError, whose empty message the task would show as "TimeoutError: "."""
+    from airflow_broadcast.cluster.api_errors import TransportError
+
+    class _Hanging:
+        async def list_pages(self, path: str, **query: Any) -> Any:
+            await asyncio.sleep(3600)
+            yield {}
+
+    informer: Informer[Any] = Informer(_Hanging(), "/api/v1/nodes", lambda o: o)  # type: ignore[arg-type]
+    informer.start()
+    try:
+        await informer.wait_synced(timeout=0.05)
+    except TransportError as exc:
+        assert exc.describe().startswith("Kubernetes API 0 Timeout on LIST /api/v1/nodes: no complete LIST within 0 s")
+    else:
+        raise AssertionError("wait_synced returned")
+    finally:
+        assert informer._task is not None
+        informer._task.cancel()
