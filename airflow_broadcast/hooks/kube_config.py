@@ -93,7 +93,14 @@ class ConnectionConfig:
 
 def _kubeconfig_dict(value: Any) -> Mapping[str, Any]:
     """The `kube_config` extra: a mapping, or its JSON or YAML text."""
-    parsed = yaml.safe_load(value) if isinstance(value, str) else value
+    try:
+        parsed = yaml.safe_load(value) if isinstance(value, str) else value
+    except yaml.YAMLError as exc:
+        # The parser's message quotes the offending line, which may hold a token: say only where it is.
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise ValueError(f"Invalid kubernetes connection: the kube_config extra is not valid YAML{where} "
+                         f"({getattr(exc, 'problem', None) or type(exc).__name__})") from None
     if not isinstance(parsed, Mapping):
         raise ValueError("Invalid kubernetes connection: the kube_config extra is not a kubeconfig "
                          "(expected a JSON or YAML mapping)")

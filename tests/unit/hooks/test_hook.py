@@ -91,6 +91,17 @@ async def test_more_than_one_credential_source_is_refused(tmp_path: Path, monkey
         await BroadcastKubernetesHook("both")._new_api_client()
 
 
+async def test_a_broken_inline_kubeconfig_names_the_place_and_never_quotes_its_text(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """YAML's own message quotes the broken line, which may hold a token; the message goes to the task log."""
+    text = "users:\n- name: u\n  user:\n    token: SECRET-TOKEN-abc: [\n"
+    connection(monkeypatch, "broken", kube_config=text)
+    with pytest.raises(ValueError, match=r"not valid YAML at line 4, column \d+") as raised:
+        await BroadcastKubernetesHook("broken")._new_api_client()
+    assert "SECRET-TOKEN" not in str(raised.value)
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+
+
 async def test_a_missing_default_connection_is_empty_any_other_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", raising=False)
     assert await BroadcastKubernetesHook().connection_extras() == {}
