@@ -33,6 +33,7 @@ JOB_LABEL = "airflow-broadcast.io/job-name"
 EXPIRES_AT = expiry.EXPIRES_AT  # stamped by the pass that finishes the job
 RESULT_READ = "airflow-broadcast.io/result-read"
 SUBMITTED_BY = "airflow-broadcast.io/submitted-by"
+SUBMISSION = "airflow-broadcast.io/submission"  # one submit call: its create may be retried after a lost answer
 RECORD_PREFIX = {"BroadcastJob": "bcj", "TFJob": "tfjob"}
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from airflow_broadcast.cluster import job_metrics
 from airflow_broadcast.cluster.api_errors import AlreadyExists
 from airflow_broadcast.cluster.job_records import (
+    SUBMISSION,
     SUBMITTED_BY,
     create_record,
     delete_record,
@@ -29,6 +31,7 @@ async def submit_job(client: KubeClient, kind: JobKind[Any, Any], job_name: str,
     """The job's record, and whether it was re-attached: a running record from the same submitter is
     re-attached; a finished one is replaced; anything else is a JobConflictError."""
     name = record_name(kind.name, job_name)
+    submission = uuid.uuid4().hex
     for _ in range(3):
         existing = await get_record(client, namespace, name)
         if existing is not None:
@@ -37,6 +40,10 @@ async def submit_job(client: KubeClient, kind: JobKind[Any, Any], job_name: str,
                     f"ConfigMap {namespace}/{name} exists and is not the record of {kind.name} {job_name}; "
                     "rename the job or delete that ConfigMap")
             record = record_view(existing)
+            if record.annotations.get(SUBMISSION) == submission:
+                # Our own create: the server made it, but its answer was lost and the retry met it.
+                job_metrics.count(job_metrics.JOBS_CREATED, kind.name, namespace)
+                return record, False
             if kind.is_finished(record.status):
                 await delete_record(client, namespace, name, record.uid)
             else:
@@ -47,7 +54,7 @@ async def submit_job(client: KubeClient, kind: JobKind[Any, Any], job_name: str,
                     f"{kind.name} {namespace}/{job_name} is already running (submitted by {owner or 'someone else'}); "
                     "wait for it, delete its record, or give this job another name")
         body = new_record(kind.name, job_name, namespace, manifest, {},
-                          {SUBMITTED_BY: submitter, **(annotations or {})})
+                          {SUBMITTED_BY: submitter, SUBMISSION: submission, **(annotations or {})})
         try:
             created = await create_record(client, body)
         except AlreadyExists:
