@@ -83,3 +83,14 @@ async def test_G8_a_delete_is_reported_only_when_it_happened() -> None:
     assert about(events, "Pod") == [("SuccessfulDeletePod", "Deleted pod: mnist-worker-0")]
     assert sorted(about(events, "Service")) == [("SuccessfulDeleteService", "Deleted service: mnist-worker-0"),
                                                 ("SuccessfulDeleteService", "Deleted service: mnist-worker-1")]
+
+
+async def test_C11_a_child_that_already_exists_and_is_ours_counts_as_created() -> None:
+    """A pass repeated after a lost answer (or by a second trigger) meets its own pod and Service: success."""
+    ours = {"metadata": {"name": "mnist-worker-0", "ownerReferences": [{"uid": UID, "controller": True}]}}
+    exists = e.AlreadyExists(409, "AlreadyExists", 'pods "mnist-worker-0" already exists')
+    fake = FakeApi(fail={"mnist-worker-0": exists}, existing={"mnist-worker-0": ours})
+    result = await apply(fake, first_pass(2), style=TF_STYLE, record=RECORD)
+    assert result.create_errors == []
+    assert not [r for r, _ in fake.events if r.startswith("Failed")]
+    assert sorted(m for _, m in fake.events) == ["Created pod: mnist-worker-1", "Created service: mnist-worker-1"]
