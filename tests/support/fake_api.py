@@ -34,6 +34,7 @@ class FakeApi:
         self.deleted: list[str] = []
         self.written: list[dict[str, Any]] = []
         self.events: list[tuple[str, str]] = []
+        self.event_types: dict[str, set[str]] = {}  # reason -> the Event types it was recorded with
         self.max_inflight = 32
         self.warm_gets: list[str] = []  # GETs of the connection warm-up, by path
         self.warm_error: Exception | None = None
@@ -75,6 +76,7 @@ class FakeApi:
             return {"major": "1"}
         assert body is not None
         self.events.append((body["reason"], body["message"]))
+        self.event_types.setdefault(body["reason"], set()).add(body["type"])
         return {}
 
 

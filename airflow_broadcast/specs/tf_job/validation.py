@@ -65,7 +65,8 @@ def validate_tf_job(manifest: Mapping[str, Any] | str, *, namespace: str | None 
 
     `strict=False` accepts what upstream accepts but this provider rejects by default:
     unknown replica types and unknown restartPolicy/cleanPodPolicy/successPolicy values.
-    Unknown and duplicate fields, and a job that can never start a pod, are added to `warnings`.
+    Unknown and duplicate fields, a job that can never start a pod, and with `strict=False` each value
+    that strict mode would refuse, are added to `warnings`.
     """
     try:
         loaded = load_manifest(manifest, warnings)
@@ -92,6 +93,10 @@ def validate_tf_job(manifest: Mapping[str, Any] | str, *, namespace: str | None 
     if warnings is not None:
         warnings.extend(unknown)
         warnings.extend(replica_warnings(replicas))
+        if not strict:  # B13's compat mode: what strict mode refuses is accepted, but said
+            lenient = {str(e) for e in errors}
+            warnings.extend(f"accepted as upstream accepts it (strict=False): {e}"
+                            for e in validate_tf_job(loaded, namespace=namespace) if str(e) not in lenient)
     return merge_errors(errors, type_errors)
 
 

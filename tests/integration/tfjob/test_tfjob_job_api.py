@@ -327,7 +327,7 @@ def test_N3_delete_options_accept_the_sdk_v1_delete_options() -> None:
         job_api.delete_options(grace_period_seconds=-1)
 
 
-def test_N3_job_client_condition_helpers_read_status_true_only() -> None:
+def test_N4_job_client_condition_helpers_read_status_true_only() -> None:
     from airflow_broadcast.hooks.job_client import JobClient
 
     job = {"status": {"conditions": [

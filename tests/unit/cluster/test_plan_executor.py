@@ -78,7 +78,7 @@ async def test_P12_a_create_that_failed_or_was_never_sent_puts_its_nodes_entry_b
     assert written == {"n0": table["n0"], "n1": before, "n2": table["n2"]}
 
 
-async def test_E1_E2_E3_events_for_created_failed_and_deleted_pods() -> None:
+async def test_E1_E2_E3_R10_events_for_created_failed_and_deleted_pods() -> None:
     api = FakeApi(fail={"p1": e.Invalid(422, "Invalid", "bad pod")})
     plan = Plan(create_pods=(pod("p0"), pod("p1")), deletes=(DeleteChild("Pod", "old", "uid-old"),))
     await apply(api, plan)
@@ -86,6 +86,8 @@ async def test_E1_E2_E3_events_for_created_failed_and_deleted_pods() -> None:
     assert ("SuccessfulDelete", "Delete pod: old") in api.events
     failed = [m for r, m in api.events if r == "FailedCreate"]
     assert len(failed) == 1 and failed[0].startswith("Error creating: Kubernetes API 422 Invalid")
+    assert api.event_types == {"SuccessfulCreate": {"Normal"}, "SuccessfulDelete": {"Normal"},
+                               "FailedCreate": {"Warning"}}
 
 
 async def test_X6_already_exists_for_our_own_pod_counts_as_created_but_is_not_reported_again() -> None:

@@ -28,3 +28,14 @@ def test_A9_finish_condition_has_upstream_shape() -> None:
     assert condition["lastProbeTime"] == condition["lastTransitionTime"] == cluster.status["completionTime"]
     assert cluster.status["phase"] == "completed"
     assert condition["lastProbeTime"] >= to_rfc3339(NOW)
+
+
+def test_A9_a_failed_finish_condition_has_upstream_shape_too() -> None:
+    cluster = BCJCluster(make_spec(failure="FailFast"), make_nodes(2))
+    cluster.step()
+    cluster.set_phase("Failed", ["node-00"])
+    cluster.step()
+    (condition,) = cluster.status["conditions"]
+    assert condition["type"] == "Failed" and condition["status"] == "True" and condition["reason"] == "Failed"
+    assert condition["lastProbeTime"] == condition["lastTransitionTime"] == cluster.status["completionTime"]
+    assert cluster.status["phase"] == "failed"

@@ -212,7 +212,7 @@ def test_L7_the_pod_group_is_deleted_on_suspend_and_recreated_on_resume() -> Non
 
 
 @pytest.mark.parametrize("run_policy", [{"backoffLimit": 0}, {"activeDeadlineSeconds": 5}])
-def test_L7_the_pod_group_is_deleted_on_backoff_or_deadline_failure(run_policy: dict[str, Any]) -> None:
+def test_L7_I5_the_pod_group_is_deleted_on_backoff_or_deadline_failure(run_policy: dict[str, Any]) -> None:
     cluster = TFCluster(make_spec(replicas={"Worker": 2}, restart_policy="OnFailure", run_policy=run_policy),
                         options=PLUGINS)
     cluster.step()

@@ -208,7 +208,7 @@ def test_A7_a_client_supplied_status_is_discarded() -> None:
     assert "status" not in to_manifest(parse_broadcast_job(manifest))
 
 
-def test_A11_an_empty_restart_policy_is_defaulted_to_always_then_rejected() -> None:
+def test_A11_V6_an_empty_restart_policy_is_defaulted_to_always_then_rejected() -> None:
     for value in (None, ""):
         manifest = job()
         if value is None:

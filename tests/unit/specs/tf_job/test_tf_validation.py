@@ -137,8 +137,11 @@ def test_B13_stricter_rules_reject_what_upstream_accepts(job: dict[str, Any], ex
 def test_B13_non_strict_mode_accepts_unknown_types_and_enum_values() -> None:
     job = manifest(replicas={"Worker": replica(1, "Sometimes"), "Custom": 1},
                    run_policy={"cleanPodPolicy": "Some"}, successPolicy="AnyWorker")
-    assert validate_tf_job(job, strict=False) == []
-    assert len(validate_tf_job(job)) == 4
+    warnings: list[str] = []
+    assert validate_tf_job(job, strict=False, warnings=warnings) == []
+    strict = [str(e) for e in validate_tf_job(job)]
+    assert len(strict) == 4
+    assert warnings == [f"accepted as upstream accepts it (strict=False): {e}" for e in strict], "warn only"
     assert messages(manifest(replicas={"Worker": -1}), strict=False)
 
 
