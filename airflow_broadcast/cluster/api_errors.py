@@ -46,10 +46,19 @@ class Forbidden(ClusterApiError):
     def quota_exceeded(self) -> bool:
         return "exceeded quota" in self.api_message
 
+    @property
+    def admission_refused(self) -> bool:
+        """Refused by an admission check (Pod Security, a LimitRange, a webhook), not by RBAC, whose wording
+        is `User "<name>" cannot <verb> resource ...`."""
+        return bool(self.api_message) and " cannot " not in self.api_message and not self.quota_exceeded
+
     def describe(self) -> str:
         base = f"Kubernetes API 403 Forbidden on {self.verb} {self.target}: {self.api_message}"
         if self.quota_exceeded:
             return f"{base}. A ResourceQuota of the namespace refused it; creation is retried as pods finish."
+        if self.admission_refused:
+            return (f"{base}. An admission check of the cluster (Pod Security, a LimitRange or a webhook) refused "
+                    "it, not RBAC: change the pod template as the message says; the create is retried meanwhile.")
         return (f"{base}. The identity behind the Airflow connection lacks this permission; "
                 "see docs/rbac.md for the Role and ClusterRole the provider needs.")
 

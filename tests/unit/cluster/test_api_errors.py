@@ -73,3 +73,19 @@ def test_a_quota_refusal_is_not_blamed_on_rbac() -> None:
     err = e.error_from_response(403, _status(403, "Forbidden", message), verb="POST", target="/api/v1/pods")
     assert isinstance(err, e.Forbidden) and err.quota_exceeded
     assert "ResourceQuota" in str(err) and "docs/rbac.md" not in str(err)
+
+
+@pytest.mark.parametrize("message", [
+    'pods "p" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false',
+    'pods "p" is forbidden: maximum cpu usage per Container is 1, but limit is 2',
+    'admission webhook "policy.example.com" denied the request: images must come from the internal registry',
+])
+def test_an_admission_refusal_is_not_blamed_on_rbac(message: str) -> None:
+    err = e.error_from_response(403, _status(403, "Forbidden", message), verb="POST", target="/api/v1/pods")
+    assert isinstance(err, e.Forbidden) and err.admission_refused
+    assert "admission check" in str(err) and "docs/rbac.md" not in str(err) and message in str(err)
+
+
+def test_an_empty_403_still_points_at_rbac() -> None:
+    err = e.error_from_response(403, b"", verb="GET", target="/api/v1/nodes")
+    assert not err.admission_refused and "docs/rbac.md" in str(err)  # type: ignore[attr-defined]
