@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from airflow_broadcast.cluster.api_errors import AlreadyExists, ClusterApiError, NotFound
 from airflow_broadcast.cluster.api_paths import api_path
-from airflow_broadcast.cluster.job_records import SUBMITTED_BY
+from airflow_broadcast.cluster.job_records import SUBMISSION, SUBMITTED_BY
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.exceptions import JobConflictError
 from airflow_broadcast.reconcilers.handoff import RESOURCES, resource_view
@@ -65,7 +66,8 @@ async def submit_resource(client: KubeClient, kind: JobKind[Any, Any], manifest:
     from the same submitter is re-attached, a finished one replaced, anything else is a JobConflictError."""
     meta = manifest.get("metadata") or {}
     namespace, name = str(meta["namespace"]), str(meta["name"])
-    annotations = {**(meta.get("annotations") or {}), SUBMITTED_BY: submitter}
+    submission = uuid.uuid4().hex  # tells our own create, whose answer was lost, from a running resource
+    annotations = {**(meta.get("annotations") or {}), SUBMITTED_BY: submitter, SUBMISSION: submission}
     body = {**manifest, "metadata": {**meta, "annotations": annotations}}
     for _ in range(3):
         try:
@@ -76,6 +78,8 @@ async def submit_resource(client: KubeClient, kind: JobKind[Any, Any], manifest:
         if existing is None:
             continue  # deleted meanwhile: create again
         view = resource_view(existing)
+        if view.annotations.get(SUBMISSION) == submission:
+            return existing, False
         if kind.is_finished(view.status):
             await delete_resource(client, kind.name, namespace, name, view.uid)
             await _until_gone(client, kind.name, namespace, name)

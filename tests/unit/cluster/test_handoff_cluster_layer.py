@@ -48,6 +48,21 @@ async def test_the_resource_carries_its_submitter_and_a_retry_of_the_same_task_r
         await submit_resource(client, kind, manifest(), submitter="other", reattach=True)
 
 
+@pytest.mark.parametrize("reattach", [False, True])
+async def test_a_lost_answer_to_our_own_create_is_our_new_resource(fake: FakeCluster, reattach: bool) -> None:
+    """The server made the resource, the answer was lost, and the retried create met it: ours, not a conflict."""
+    from airflow_broadcast.cluster.api_errors import AlreadyExists
+
+    class _LostAnswer(KubeClient):
+        async def create(self, path: str, body: Any) -> Any:
+            await super().create(path, body)
+            raise AlreadyExists(409, "AlreadyExists", "already exists")
+
+    created, reattached = await submit_resource(_LostAnswer(fake), TFJobKind(), manifest(), submitter="d/t/r",
+                                                reattach=reattach)
+    assert created["metadata"]["annotations"][SUBMITTED_BY] == "d/t/r" and not reattached
+
+
 async def test_a_finished_resource_of_that_name_is_replaced(fake: FakeCluster) -> None:
     client, kind = KubeClient(fake), TFJobKind()
     old, _ = await submit_resource(client, kind, manifest(), submitter="a", reattach=True)
