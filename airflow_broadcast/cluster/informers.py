@@ -208,12 +208,8 @@ class Informer(Generic[T]):
         return version
 
     async def _run(self) -> None:
-        """Relist, then watch until the next periodic relist; back off while the API keeps failing.
-
-        A relist that works proves little (the watch may fail at once, again and again), so the
-        backoff only resets after a healthy watch: one that delivered events or stayed open.
-        An expired watch (410) relists at once the first time; a Retry-After is honoured.
-        """
+        """Relist, then watch until the next periodic relist; back off while the API keeps failing. The backoff
+        resets only after a healthy watch (events, or open a while); a 410 relists at once the first time."""
         backoff = Backoff(0.5, 30.0)
         loop = asyncio.get_running_loop()
         while True:
@@ -243,6 +239,9 @@ class Informer(Generic[T]):
                     delay = backoff.next(exc.retry_after)
                     log.warning("watch of %s failed (%s); relisting in %.1f s", self.path, exc, delay)
                 await asyncio.sleep(delay)
+            except Exception:  # a defect must not end, unseen, the watch every job of this process reads
+                log.exception("watch of %s broke; relisting", self.path)
+                await asyncio.sleep(backoff.next())
 
     async def _watch_once(self, version: str) -> str:
         """Apply watch events until the server ends the watch.

@@ -259,3 +259,32 @@ async def test_a_first_list_that_never_completes_is_a_transport_error_naming_the
     finally:
         assert informer._task is not None
         informer._task.cancel()
+
+
+async def test_an_unexpected_error_in_the_loop_is_logged_and_the_informer_lists_again(caplog: Any) -> None:
+    """A defect (here a page that breaks the parser) must not end the shared watch, leaving every job of the
+    process a cache that never changes again."""
+    pod = {"metadata": {"name": "p", "resourceVersion": "3"}}
+
+    class _BreaksOnce:
+        calls = 0
+
+        async def list_pages(self, path: str, **query: Any) -> Any:
+            _BreaksOnce.calls += 1
+            if _BreaksOnce.calls == 1:
+                raise ValueError("a defect")
+            yield {"metadata": {"resourceVersion": "3"}, "items": [pod]}
+
+        async def watch(self, path: str, **query: Any) -> Any:
+            await asyncio.sleep(3600)
+            yield "", {}
+
+    informer: Informer[Any] = Informer(_BreaksOnce(), "/api/v1/pods", lambda o: o)  # type: ignore[arg-type]
+    informer.start()
+    try:
+        await informer.wait_synced(timeout=5)
+        assert list(informer.values) == ["p"]
+        assert "watch of /api/v1/pods broke" in caplog.text and "ValueError: a defect" in caplog.text
+    finally:
+        assert informer._task is not None
+        informer._task.cancel()
