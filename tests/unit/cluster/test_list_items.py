@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from support.fake_http import Response
 
 from airflow_broadcast.cluster import informers, list_items
 from airflow_broadcast.cluster.api_errors import TransportError
@@ -108,22 +109,7 @@ class _CutOnceApi:
 
     async def call_api(self, *args: Any, **kwargs: Any) -> Any:
         self.calls += 1
-        data = self.body[: len(self.body) // 2] if self.calls == 1 else self.body
-
-        class Response:
-            status = 200
-            headers: dict[str, str] = {}
-
-            async def __aenter__(self) -> Response:
-                return self
-
-            async def __aexit__(self, *exc: object) -> None:
-                return None
-
-            async def read(self) -> bytes:
-                return data
-
-        return Response()
+        return Response(200, self.body[: len(self.body) // 2] if self.calls == 1 else self.body)
 
 
 async def test_a_page_cut_short_is_asked_for_again_like_any_answer() -> None:
