@@ -6,8 +6,11 @@ import json
 from typing import Any
 
 
-class ClusterApiError(Exception):
-    """A Kubernetes API call failed. `status` is the HTTP status (0 for a transport failure)."""
+class ClusterApiError(RuntimeError):
+    """A Kubernetes API call failed. `status` is the HTTP status (0 for a transport failure).
+
+    A RuntimeError, as the Kubeflow SDK raises for a failed API call (N9).
+    """
 
     retryable = False
 
@@ -102,6 +105,22 @@ class TransportError(ClusterApiError):
     """The API server could not be reached (connection refused, reset, timeout)."""
 
     retryable = True
+
+    @property
+    def timed_out(self) -> bool:
+        return self.reason == "Timeout" or isinstance(self.__cause__, TimeoutError)
+
+
+class ApiTimeout(TransportError, TimeoutError):
+    """A TransportError that timed out, raised as a TimeoutError where the SDK raises one (JobClient).
+
+    Only the sync facade raises it: inside the engine a TimeoutError means an asyncio deadline.
+    """
+
+    @classmethod
+    def of(cls, exc: TransportError) -> ApiTimeout:
+        return cls(exc.status, exc.reason, exc.api_message, verb=exc.verb, target=exc.target,
+                   details=exc.details, retry_after=exc.retry_after)
 
 
 def error_from_response(status: int, body: bytes | str | None, *, verb: str, target: str,

@@ -243,7 +243,7 @@ class KubeClient:
         return items, version
 
     async def watch(self, path: str, *, resource_version: str, timeout_seconds: int = 300,
-                    **query: Any) -> AsyncIterator[tuple[str, JsonDict]]:
+                    **query: Any) -> AsyncGenerator[tuple[str, JsonDict], None]:
         """Yield (type, object) watch events from `resource_version`; raise Gone when it expired."""
         params = dict(query, watch="true", allowWatchBookmarks="true",
                       resourceVersion=resource_version, timeoutSeconds=timeout_seconds)

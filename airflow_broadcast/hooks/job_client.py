@@ -13,10 +13,11 @@ client and closes it afterwards, so nothing is left open between calls. Async co
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, TypeVar
 
-from airflow_broadcast.cluster import job_api
+from airflow_broadcast.cluster import job_api, job_pods, job_wait
+from airflow_broadcast.cluster.api_errors import ApiTimeout, TransportError
 from airflow_broadcast.cluster.kinds.registry import check_kind
 from airflow_broadcast.cluster.kube_client import KubeClient
 from airflow_broadcast.cluster.worker_loop import run_on_worker
@@ -55,7 +56,12 @@ class JobClient:
         async def main() -> T:
             return await call(await hook.kube_client())
 
-        return run_on_worker(main)
+        try:
+            return run_on_worker(main)
+        except TransportError as exc:
+            if exc.timed_out and not isinstance(exc, TimeoutError):
+                raise ApiTimeout.of(exc) from exc  # the SDK's TimeoutError for an API timeout (N9)
+            raise
 
     # ---- get / list / update / delete ------------------------------------------------------
     def get_job(self, name: str, namespace: str | None = None) -> dict[str, Any]:
@@ -121,6 +127,61 @@ class JobClient:
 
     def is_job_failed(self, job: JobRef, namespace: str | None = None) -> bool:
         return self.has_condition(job, "Failed", namespace)
+
+    def wait_for_job_conditions(self, name: str, namespace: str | None = None,
+                                expected_conditions: Collection[str] | str | None = None, wait_timeout: float = 600,
+                                polling_interval: float = 15,
+                                callback: Callable[[dict[str, Any]], Any] | None = None) -> dict[str, Any]:
+        """The job once it has any of `expected_conditions` (default: Succeeded, or Complete for a BroadcastJob).
+
+        Woken by a watch of the job, and at least every `polling_interval` s, when `callback(job)`
+        also runs. Raises JobFailedError (a RuntimeError) when the job is Failed and Failed was not
+        expected, TimeoutError after `wait_timeout` s, and ValueError for a condition the kind never sets.
+        """
+        ns = namespace or self.namespace
+        job_wait.expected_conditions(self.kind, expected_conditions)  # ValueError before any request
+        return self._run(lambda client: job_wait.wait_for_conditions(
+            client, self.kind, ns, name, expected=expected_conditions, wait_timeout=wait_timeout,
+            polling_interval=polling_interval, callback=callback))
+
+    # ---- pods, logs and events (the SDK's get_job_pods / get_job_pod_names / get_job_logs) ------
+    def get_job_pods(self, name: str, namespace: str | None = None, is_master: bool = False,
+                     replica_type: str | None = None, replica_index: int | None = None) -> list[dict[str, Any]]:
+        """The job's pods, sorted by name; TFJob pods can be narrowed to the master, a replica type or index."""
+        ns = namespace or self.namespace
+        selection = job_pods.PodSelection(is_master, replica_type, replica_index)
+        selection.selector(self.kind, name)  # ValueError before any request
+        return self._run(lambda client: job_pods.list_job_pods(client, self.kind, ns, name, selection))
+
+    def get_job_pod_names(self, name: str, namespace: str | None = None, is_master: bool = False,
+                          replica_type: str | None = None, replica_index: int | None = None) -> list[str]:
+        return [str(pod["metadata"]["name"])
+                for pod in self.get_job_pods(name, namespace, is_master, replica_type, replica_index)]
+
+    def get_job_logs(self, name: str, namespace: str | None = None, is_master: bool = True,
+                     replica_type: str | None = None, replica_index: int | None = None, follow: bool = False,
+                     container: str | None = None, verbose: bool = False,
+                     sink: Callable[[str], None] = print) -> Any:
+        """`{pod: log}` of the job's started pods (by default the master: TFJob's chief, or every BroadcastJob pod).
+
+        The container is TFJob's `tensorflow`, or a BroadcastJob pod's first, unless `container` is
+        given. `follow` streams each log to `sink` (`[Pod <name>]: <line>`) until the pods end.
+        With `verbose`, returns `(logs, events)`: `{"<Kind> <name>" or "Pod <name>": [event lines]}`.
+        """
+        ns = namespace or self.namespace
+        selection = job_pods.PodSelection(is_master and self.kind == "TFJob", replica_type, replica_index)
+        selection.selector(self.kind, name)
+
+        async def logs(client: KubeClient) -> Any:
+            texts = await job_pods.job_logs(client, self.kind, ns, name, selection, container=container,
+                                            follow=follow, sink=sink)
+            if not verbose:
+                return texts
+            job = await job_api.get_job(client, self.kind, ns, name)
+            pods = await job_pods.list_job_pods(client, self.kind, ns, name, selection)
+            return texts, await job_pods.job_events(client, self.kind, ns, job, pods)
+
+        return self._run(logs)
 
 
 _DELETE_KEYS = {"propagationPolicy": "propagation_policy", "gracePeriodSeconds": "grace_period_seconds",
