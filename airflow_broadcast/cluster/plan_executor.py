@@ -124,9 +124,9 @@ class PlanExecutor:
 
         async def one(child: DeleteChild) -> None:
             async with gate:
+                path = _path(child.kind, self.namespace, child.name, child.api_version)
                 try:
-                    await self.client.delete(_path(child.kind, self.namespace, child.name, child.api_version),
-                                             propagation=None, preconditions_uid=child.uid or None)
+                    answer = await self.client.delete(path, propagation=None, preconditions_uid=child.uid or None)
                 except (NotFound, Conflict):
                     return  # gone already, or a newer object now has the name
                 except ClusterApiError as exc:
@@ -136,6 +136,7 @@ class PlanExecutor:
                     return
                 result.deleted += 1
                 if child.kind == "Pod":
+                    self._remember_deleting(answer)
                     job_metrics.count(job_metrics.DELETED_PODS, self.kind, self.namespace)
                     events.append(JobEvent("Normal", self.style.delete_ok,
                                            self.style.delete_ok_message.format(name=child.name)))
@@ -171,6 +172,13 @@ class PlanExecutor:
         informer = {"Pod": self.pods, "Service": self.services, "PodGroup": self.pod_groups}.get(kind)
         if informer is not None:
             informer.upsert(obj, notify=False)
+
+    def _remember_deleting(self, answer: JsonDict) -> None:
+        """X2: a graceful delete answers with the pod marked, which the next pass reads as the watch would
+        show it (terminating); a Status (the pod is gone) is left to the watch, and so is a pod it removed."""
+        meta = (answer.get("metadata") if isinstance(answer, Mapping) else None) or {}
+        if self.pods is not None and meta.get("deletionTimestamp") and self.pods.key_of(meta) in self.pods.values:
+            self.pods.upsert(answer, notify=False)
 
     async def _create_objects(self, manifests: Sequence[Mapping[str, Any]], events: list[JobEvent]) -> None:
         """A PodGroup (before the pods that need it); its failure is a Warning, and the pass goes on."""

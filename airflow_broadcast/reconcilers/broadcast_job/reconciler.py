@@ -20,13 +20,16 @@ from airflow_broadcast.reconcilers.expiry import expiry_change
 from airflow_broadcast.reconcilers.observed import JobRecord, NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan, earliest
 from airflow_broadcast.specs.broadcast_job.spec import BroadcastJobSpec
-from airflow_broadcast.specs.int_or_percent import scaled_value
+from airflow_broadcast.specs.field_errors import invalid
+from airflow_broadcast.specs.int_or_percent import scaled_value, validate_int_or_percent
 from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
 
 PAUSED_BY_POLICY = "airflow-broadcast.io/paused-by-failure-policy"
 FAILFAST_MESSAGE = "failure policy is FailurePolicyTypeFailFast and failed pod is found"
 FAILFAST_REASON = "failed pod is found"
 CLEANUP_REASON = "SucceededPodCleanup"
+INVALID_PARALLELISM = "InvalidParallelism"
+PARALLELISM_RETRY_SECONDS = 10.0  # R13: stands in for upstream's requeue of the error; only an edit fixes the value
 
 
 @dataclass(frozen=True)
@@ -216,8 +219,12 @@ class _Pass:
         """reconcilePods (§3.9): up to parallelism - active new pods, in slow-start batches."""
         try:
             parallelism = scaled_value(self.spec.parallelism, self.status["desired"], round_up=True)
-        except ValueError:
-            return None  # R13: no creation for a malformed value (validation normally refuses it)
+        except ValueError as exc:  # R13: validation refuses such a value; a pass that meets one says so and retries
+            value = self.spec.parallelism
+            error = validate_int_or_percent(value, "spec.parallelism") or invalid("spec.parallelism", value, str(exc))
+            self._event("Warning", INVALID_PARALLELISM, f"{error}; no pod is created until it is fixed")
+            self.requeue = earliest(self.requeue, PARALLELISM_RETRY_SECONDS)
+            return None
         active = int(self.status["active"])
         if active > parallelism:
             self._event("Warning", "TooManyActivePods", "Number of active pods exceed parallelism limit")

@@ -189,6 +189,17 @@ async def test_a_manifest_edited_into_an_invalid_one_ends_the_loop_as_invalid(en
     assert len(env.pods()) == 2, "an invalid manifest deletes nothing"
 
 
+async def test_R13_a_record_edited_to_a_parallelism_without_percent_ends_the_loop_naming_it(env: FakeEngine) -> None:
+    _, loop = await env.running_broadcast_job(2)
+
+    env.set_manifest(BCJ, "hello", bcj(parallelism="5"))
+    outcome = await asyncio.wait_for(loop, 5)
+
+    assert outcome.reason == "invalid"
+    assert 'spec.parallelism: Invalid value: "5"' in outcome.message
+    assert len(env.pods()) == 2, "nothing is created or deleted"
+
+
 async def test_a_single_pass_creates_the_pods_writes_the_status_and_returns_pending(env: FakeEngine) -> None:
     nodes(env, 2)
     submission = await env.submit(bcj())

@@ -28,7 +28,12 @@ from support.bcj_builders import (
     unchecked,
 )
 
-from airflow_broadcast.reconcilers.broadcast_job.reconciler import BroadcastOptions, reconcile_broadcast_job
+from airflow_broadcast.reconcilers.broadcast_job.reconciler import (
+    INVALID_PARALLELISM,
+    PARALLELISM_RETRY_SECONDS,
+    BroadcastOptions,
+    reconcile_broadcast_job,
+)
 from airflow_broadcast.reconcilers.observed import NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import Plan
 from airflow_broadcast.specs.broadcast_job.spec import DEFAULT_PARALLELISM, BroadcastJobSpec
@@ -206,13 +211,52 @@ def test_R12_no_creation_when_paused_by_policy() -> None:
     assert plan.create_pods == ()
 
 
-def test_R13_parallelism_string_without_percent_creates_nothing_but_writes_counts() -> None:
+@pytest.mark.parametrize("mode", ["fixed", "compat"])
+def test_R13_parallelism_string_without_percent_creates_nothing_but_writes_counts(mode: str) -> None:
     spec = unchecked(make_spec(), parallelism="5")
     nodes = make_nodes(3)
-    plan = one_pass(spec, nodes, [make_pod("node-00", "Running", spec=spec)])
+    plan = one_pass(spec, nodes, [make_pod("node-00", "Running", spec=spec)], options=MODES[mode])
     assert created_nodes(plan) == []
     assert plan.status is not None
     assert (plan.status["desired"], plan.status["active"]) == (3, 1)
+
+
+@pytest.mark.parametrize("mode", ["fixed", "compat"])
+def test_R13_a_malformed_parallelism_is_an_error_the_pass_reports_and_retries(mode: str) -> None:
+    """Upstream's reconcilePods returns the error, which is logged and requeued: here a Warning on the job
+    names the field, the value and the fault, and the plan asks for a pass again soon."""
+    spec = unchecked(make_spec(), parallelism="5")
+    plan = one_pass(spec, make_nodes(3), options=MODES[mode])
+    assert [(e.type, e.reason) for e in plan.events] == [("Warning", INVALID_PARALLELISM)]
+    message = plan.events[0].message
+    assert message.startswith('spec.parallelism: Invalid value: "5": a string must be a percentage such as "50%"')
+    assert plan.requeue_after == PARALLELISM_RETRY_SECONDS
+    assert created_nodes(plan) == [] and plan.finished is False
+
+
+@pytest.mark.parametrize(("parallelism", "fault"), [("abc%", "a percentage must be"), ("", "a string must be")])
+def test_R13_other_malformed_strings_are_reported_the_same_way(parallelism: str, fault: str) -> None:
+    plan = one_pass(unchecked(make_spec(), parallelism=parallelism), make_nodes(2))
+    assert reasons(plan) == [INVALID_PARALLELISM]
+    assert plan.events[0].message.startswith(f'spec.parallelism: Invalid value: "{parallelism}": {fault}')
+    assert plan.requeue_after == PARALLELISM_RETRY_SECONDS
+
+
+def test_R13_the_retry_does_not_postpone_an_earlier_timer() -> None:
+    """A deadline closer than the retry keeps its own time (the plan takes the earliest)."""
+    spec = unchecked(make_spec(ads=15), parallelism="5")
+    plan = one_pass(spec, make_nodes(2), status=started_status(start=NOW - 10))
+    assert plan.requeue_after == pytest.approx(5.0)
+    assert reasons(plan) == [INVALID_PARALLELISM]
+    far = one_pass(unchecked(make_spec(ads=3600), parallelism="5"), make_nodes(2))
+    assert far.requeue_after == PARALLELISM_RETRY_SECONDS
+
+
+@pytest.mark.parametrize("parallelism", [2, "50%", 0])
+def test_R13_a_valid_parallelism_gets_no_retry_and_no_error(parallelism: int | str) -> None:
+    plan = one_pass(make_spec(parallelism=parallelism), make_nodes(3))
+    assert plan.requeue_after is None
+    assert INVALID_PARALLELISM not in reasons(plan)
 
 
 def test_R14_active_for_parallelism_includes_pods_on_missing_nodes_only_live_ones() -> None:
