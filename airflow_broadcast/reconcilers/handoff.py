@@ -7,7 +7,7 @@ the same XCom shape and the same failure semantics as in `airflow` mode.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -75,6 +75,14 @@ def foreign_manager(kind: KindName, manifest: Mapping[str, Any]) -> str | None:
     return str(managed_by) if managed_by not in (None, MANAGED_BY_TRAINING_OPERATOR) else None
 
 
+def provider_only_fields(kind: KindName, manifest: Mapping[str, Any]) -> list[str]:
+    """Fields set in the manifest that only this provider runs: the upstream CRD would prune them unseen."""
+    if kind != "BroadcastJob":
+        return []
+    failure = spec_section(manifest, "failurePolicy")
+    return ["spec.failurePolicy.maxFailedNodes"] if failure.get("maxFailedNodes") not in (None, 0) else []
+
+
 @dataclass(frozen=True)
 class Decision:
     """Which controller runs the job, and the line that says why in the task log."""
@@ -84,12 +92,15 @@ class Decision:
 
 
 def decide(requested: Controller, kind: KindName, *, crd_served: bool | None = None,
-           acting: bool | None = None, manager: str | None = None) -> Decision:
+           acting: bool | None = None, manager: str | None = None, extensions: Sequence[str] = ()) -> Decision:
     """The mode for a job: `airflow` and `cluster` are taken as asked; `auto` takes `cluster` only when the
     CRD is served and its controller was seen acting on the job (or another manager is named by managedBy,
     which acts on the custom resource only), else `airflow`."""
     if requested != "auto":
         return Decision(requested, f"controller={requested!r} was asked for")
+    if extensions:
+        return Decision("airflow", f"the manifest sets {', '.join(extensions)}, which only Airflow as the "
+                                   f"controller runs (the {kind} CRD would drop it)")
     api_version = RESOURCES[kind][0]
     if manager is not None:
         return Decision("cluster", f"runPolicy.managedBy names {manager}, which only acts on the {kind} resource")

@@ -25,8 +25,9 @@ from airflow_broadcast.cluster.handoff.watch import acting, wait_resource
 from airflow_broadcast.cluster.job_records import SUBMITTED_BY, get_record, record_name, record_view
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.cluster.reconcile_loop import LoopReason
-from airflow_broadcast.reconcilers.handoff import Controller, Decision, decide, foreign_manager
+from airflow_broadcast.reconcilers.handoff import Controller, Decision, decide, foreign_manager, provider_only_fields
 from airflow_broadcast.reconcilers.kind import JobKind
+from airflow_broadcast.specs.field_errors import InvalidSpecError, forbidden
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,13 @@ async def hand_off(client: KubeClient, kind: JobKind[Any, Any], manifest: Mappin
         return HandOff(decide(requested, kind.name))
     meta = manifest.get("metadata") or {}
     namespace, name = str(meta["namespace"]), str(meta["name"])
+    extensions = provider_only_fields(kind.name, manifest)
+    if extensions and requested == "cluster":
+        raise InvalidSpecError(kind.name, name, [forbidden(path, (
+            "is run by this provider only: with controller='cluster' the cluster's controller runs the job, "
+            f"and its {kind.name} CRD would drop the field")) for path in extensions])
+    if extensions:
+        return HandOff(decide("auto", kind.name, extensions=extensions))
     if requested == "auto":
         if reattach and await _record_running(client, kind, namespace, name, submitter):
             return HandOff(Decision("airflow", "a previous try of this task runs it with Airflow as the controller"))

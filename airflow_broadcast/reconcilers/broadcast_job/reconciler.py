@@ -159,8 +159,9 @@ class _Pass:
             self.status["phase"] = "paused"
             return self._plan()
         failed = self.status["failed"]
+        over_budget = failed > self.spec.failure_policy.budget(self.status["desired"])
         if paused_by_policy and not self.options.kruise_compat:
-            if failed > 0 and self.spec.failure_policy.type == "Pause":
+            if over_budget and self.spec.failure_policy.type == "Pause":
                 self.status["phase"] = "paused"  # F10 fixed: stay paused, no event flapping
                 return self._plan()
             self.annotations[PAUSED_BY_POLICY] = None
@@ -169,7 +170,7 @@ class _Pass:
             self._event("Normal", "Continue", "continue to process job")
 
         job_failed, message, reason = False, "", ""
-        if failed > 0:  # RC16
+        if over_budget:  # RC16 (upstream: any failed pod; F17 lets maxFailedNodes of them pass)
             policy = self.spec.failure_policy.type
             if policy == "Pause":
                 self._event("Warning", "Paused", "job is paused, due to failed pod")

@@ -58,6 +58,7 @@ def parse_broadcast_job(
         failure_policy=FailurePolicy(
             type=failure.get("type") or FAILURE_FAIL_FAST,
             restart_limit=failure.get("restartLimit") or 0,
+            max_failed_nodes=failure.get("maxFailedNodes") or 0,
         ),
         paused=spec.get("paused") is True,
     )
@@ -74,6 +75,8 @@ def to_manifest(spec: BroadcastJobSpec) -> dict[str, Any]:
     failure: dict[str, Any] = {"type": spec.failure_policy.type}
     if spec.failure_policy.restart_limit:
         failure["restartLimit"] = spec.failure_policy.restart_limit
+    if spec.failure_policy.max_failed_nodes:
+        failure["maxFailedNodes"] = spec.failure_policy.max_failed_nodes
     body: dict[str, Any] = {
         "parallelism": spec.parallelism,
         "template": parse_manifest(spec.template, what="template"),

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_broadcast.specs.api_types import MAX_INT32
+from airflow_broadcast.specs.int_or_percent import scaled_value
 
 GROUP = "apps.kruise.io"
 VERSION_V1ALPHA1 = "v1alpha1"
@@ -54,6 +55,17 @@ class CompletionPolicy:
 class FailurePolicy:
     type: str = FAILURE_FAIL_FAST
     restart_limit: int = 0
+    max_failed_nodes: int | str = 0
+
+    def budget(self, desired: int) -> int:
+        """F17: the failed nodes FailFast and Pause let pass (a percent is of `desired`, rounded down).
+
+        0 for a value validation refuses (a record edited by hand): any failure counts, as upstream.
+        """
+        try:
+            return max(0, scaled_value(self.max_failed_nodes, desired, round_up=False))
+        except ValueError:
+            return 0
 
 
 @dataclass(frozen=True, kw_only=True)

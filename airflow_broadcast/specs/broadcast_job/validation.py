@@ -45,7 +45,7 @@ BROADCAST_JOB_FIELDS = {**TYPE_META, "spec": {
     **known_fields("parallelism", "paused"),
     "template": POD_TEMPLATE,
     "completionPolicy": known_fields("type", "activeDeadlineSeconds", "ttlSecondsAfterFinished"),
-    "failurePolicy": known_fields("type", "restartLimit"),
+    "failurePolicy": known_fields("type", "restartLimit", "maxFailedNodes"),  # maxFailedNodes: ours (F17)
 }}
 """The CRD's fields (broadcastjobs.apps.kruise.io), and the core PodTemplateSpec it embeds."""
 
@@ -174,6 +174,9 @@ def _validate_extended_spec(spec: Mapping[str, Any]) -> list[FieldError]:
         if kind not in (None, "") and kind not in types:
             errors.append(not_supported(f"spec.{key}.type", kind, types))
     completion, failure = policies["completionPolicy"], policies["failurePolicy"]
+    budget = failure.get("maxFailedNodes")
+    if budget is not None and (error := validate_int_or_percent(budget, "spec.failurePolicy.maxFailedNodes")):
+        errors.append(error)
     restart_limit = failure.get("restartLimit")
     for path, value, low, high in (
         ("spec.failurePolicy.restartLimit", restart_limit, 0, MAX_INT32),
