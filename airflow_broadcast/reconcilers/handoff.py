@@ -79,8 +79,11 @@ def provider_only_fields(kind: KindName, manifest: Mapping[str, Any]) -> list[st
     """Fields set in the manifest that only this provider runs: the upstream CRD would prune them unseen."""
     if kind != "BroadcastJob":
         return []
-    failure = spec_section(manifest, "failurePolicy")
-    return ["spec.failurePolicy.maxFailedNodes"] if failure.get("maxFailedNodes") not in (None, 0) else []
+    spec = manifest.get("spec") or {}
+    fields = [f"spec.{key}" for key in ("nodeNames", "excludeNodeNames", "nodeSelector") if spec.get(key) is not None]
+    if spec_section(manifest, "failurePolicy").get("maxFailedNodes") not in (None, 0):
+        fields.append("spec.failurePolicy.maxFailedNodes")
+    return fields
 
 
 @dataclass(frozen=True)

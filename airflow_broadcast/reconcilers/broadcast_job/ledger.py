@@ -19,7 +19,7 @@ from typing import Any
 from airflow_broadcast.reconcilers.broadcast_job import node_table as nt
 from airflow_broadcast.reconcilers.broadcast_job.ledger_parts import PartBook
 from airflow_broadcast.reconcilers.broadcast_job.ledger_rows import EMPTY, Row, RowRules, compute_row
-from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import REASON_AFFINITY
+from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import LEFT_OUT_REASONS
 from airflow_broadcast.reconcilers.broadcast_job.pods import bucket_of, is_owned, map_pods_to_nodes
 from airflow_broadcast.reconcilers.journal import ChangeTracker
 from airflow_broadcast.reconcilers.observed import NodeInfo, PodInfo
@@ -204,7 +204,7 @@ class NodeLedger:
         """`ineligibleNodes` (and its total once capped), rebuilt only when a node's eligibility changed."""
         if self._ineligible_view is None:
             self._ineligible_view = nt.capped_ineligible({n: self.ineligible[n] for n in sorted(self.ineligible)},
-                                                         REASON_AFFINITY)
+                                                         LEFT_OUT_REASONS)
         return {k: dict(v) if isinstance(v, dict) else v for k, v in self._ineligible_view.items()}
 
     def failed_names(self) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any
 from airflow_broadcast.reconcilers.broadcast_job.ledger import NodeLedger
 from airflow_broadcast.reconcilers.broadcast_job.ledger_rows import RowRules
 from airflow_broadcast.reconcilers.broadcast_job.memo import IdentityMemo
-from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import FitnessCheck, compile_fitness
+from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import FitnessCheck, compile_fitness, with_selection
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.specs.broadcast_job.spec import BroadcastJobSpec
 
@@ -33,11 +33,12 @@ def take_ledger(spec: BroadcastJobSpec, record: JobRecord, *, kruise_compat: boo
     """The job's kept ledger when it was built for these very inputs, else a new one."""
     owner_kind = str(record.owner_reference.get("kind") or "") or None
     restart_limit = spec.failure_policy.restart_limit
-    key = (spec.name, record.uid, owner_kind, restart_limit, kruise_compat, id(spec.template))
+    key = (spec.name, record.uid, owner_kind, restart_limit, kruise_compat, id(spec.template), spec.node_selection)
     ledger = _kept.pop(record.uid, None)
     if ledger is not None and ledger.key == key and ledger.template is spec.template:
         return ledger
-    rules = RowRules(template_fits=_template_checks(str(id(spec.template)), spec.template, None, _compile_template),
+    template_fits = _template_checks(str(id(spec.template)), spec.template, None, _compile_template)
+    rules = RowRules(template_fits=with_selection(spec.node_selection, template_fits),
                      warn_unschedulable=not kruise_compat, keep_successes=not kruise_compat)
     return NodeLedger(key, spec.template, rules, (spec.name, record.uid, owner_kind), restart_limit)
 

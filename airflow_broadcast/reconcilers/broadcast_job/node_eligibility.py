@@ -9,7 +9,7 @@ matching is in `node_affinity`, requests and allocatable in `pod_resources`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,12 +27,19 @@ from airflow_broadcast.reconcilers.broadcast_job.pod_resources import (
     pod_requests,
 )
 from airflow_broadcast.reconcilers.observed import NodeInfo, Taint
+from airflow_broadcast.specs.broadcast_job.node_selection import NodeSelection
 
 REASON_NODE_NAME = "node(s) didn't match the requested node name"
 REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 REASON_TOO_MANY_PODS = "Too many pods"
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+# N15: the job's own node selection, checked before the template's predicates.
+REASON_NOT_LISTED = "node(s) not in spec.nodeNames"
+REASON_EXCLUDED = "node(s) in spec.excludeNodeNames"
+REASON_SPEC_SELECTOR = "node(s) didn't match spec.nodeSelector"
+LEFT_OUT_REASONS = frozenset({REASON_AFFINITY, REASON_NOT_LISTED, REASON_EXCLUDED, REASON_SPEC_SELECTOR})
+"""Reasons of nodes the job is not meant for at all (shown after the nodes it is meant for but cannot use)."""
 
 _FILTERED_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
@@ -123,3 +130,26 @@ def check_node_fitness(spec: Mapping[str, Any], node: NodeInfo) -> str | None:
 def check_template_fitness(template_spec: Mapping[str, Any], node: NodeInfo) -> str | None:
     """The mock-pod check: the template's own nodeName is replaced by the node's and so has no effect."""
     return compile_fitness(template_spec, template=True)(node)
+
+
+def selection_reason(selection: NodeSelection, node: NodeInfo) -> str | None:
+    """Why the job's spec-level node selection (N15) leaves `node` out, or None."""
+    if selection.names is not None and node.name not in selection.names:
+        return REASON_NOT_LISTED
+    if node.name in selection.excluded:
+        return REASON_EXCLUDED
+    if any(node.labels.get(key) != value for key, value in selection.labels):
+        return REASON_SPEC_SELECTOR
+    return None
+
+
+def with_selection(selection: NodeSelection, template_fits: Callable[[NodeInfo], str | None]
+                   ) -> Callable[[NodeInfo], str | None]:
+    """The template's fitness check, preceded by the job's node selection (none: the check itself)."""
+    if selection.everything:
+        return template_fits
+
+    def fits(node: NodeInfo) -> str | None:
+        return selection_reason(selection, node) or template_fits(node)
+
+    return fits

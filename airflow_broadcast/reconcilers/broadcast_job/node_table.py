@@ -17,7 +17,7 @@ on the pods, and the next pass writes it again.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 INLINE_NODES = 256
@@ -118,13 +118,13 @@ def sharded_status(table: Mapping[str, Any], parts: int) -> dict[str, Any]:
     }
 
 
-def capped_ineligible(ineligible: Mapping[str, str], affinity_reason: str) -> dict[str, Any]:
+def capped_ineligible(ineligible: Mapping[str, str], left_out: Collection[str]) -> dict[str, Any]:
     """`ineligibleNodes` names every node of the cluster the job does not run on: capped at INELIGIBLE_NODES,
     with `ineligibleNodesTotal` once it is cut. Nodes that match the job's selector but still get no pod
     (taints, resources, cordon) are kept first; then those the selector leaves out, each in name order."""
     if len(ineligible) <= INELIGIBLE_NODES:
         return {"ineligibleNodes": dict(ineligible)}
-    shown = sorted(ineligible, key=lambda n: (ineligible[n] == affinity_reason, n))[:INELIGIBLE_NODES]
+    shown = sorted(ineligible, key=lambda n: (ineligible[n] in left_out, n))[:INELIGIBLE_NODES]
     return {"ineligibleNodes": {n: ineligible[n] for n in sorted(shown)}, "ineligibleNodesTotal": len(ineligible)}
 
 

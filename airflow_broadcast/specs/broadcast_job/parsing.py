@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_broadcast.specs.api_types import object_meta
+from airflow_broadcast.specs.broadcast_job.node_selection import node_selection_manifest, parse_node_selection
 from airflow_broadcast.specs.broadcast_job.spec import (
     API_VERSION,
     COMPLETION_ALWAYS,
@@ -61,6 +62,7 @@ def parse_broadcast_job(
             max_failed_nodes=failure.get("maxFailedNodes") or 0,
         ),
         paused=spec.get("paused") is True,
+        node_selection=parse_node_selection(spec),
     )
 
 
@@ -85,4 +87,5 @@ def to_manifest(spec: BroadcastJobSpec) -> dict[str, Any]:
     }
     if spec.paused:
         body["paused"] = True
+    body.update(node_selection_manifest(spec.node_selection))
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": body}

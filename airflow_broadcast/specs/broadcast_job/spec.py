@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_broadcast.specs.api_types import MAX_INT32
+from airflow_broadcast.specs.broadcast_job.node_selection import NodeSelection
 from airflow_broadcast.specs.int_or_percent import scaled_value
 
 GROUP = "apps.kruise.io"
@@ -82,3 +83,4 @@ class BroadcastJobSpec:
     completion_policy: CompletionPolicy = field(default_factory=CompletionPolicy)
     failure_policy: FailurePolicy = field(default_factory=FailurePolicy)
     paused: bool = False
+    node_selection: NodeSelection = field(default_factory=NodeSelection)

@@ -67,8 +67,8 @@ def test_the_stored_table_is_the_union_of_the_parts_named_after_the_record() -> 
 def test_the_ineligible_nodes_of_a_large_cluster_are_capped_with_their_total_surprising_ones_first() -> None:
     ineligible = {f"n{i:05d}": "affinity" for i in range(nt.INELIGIBLE_NODES + 10)}
     ineligible["z-tainted"] = "node(s) had taint {k: v}, that the pod didn't tolerate"
-    fields = nt.capped_ineligible(ineligible, "affinity")
+    fields = nt.capped_ineligible(ineligible, {"affinity"})
     assert len(fields["ineligibleNodes"]) == nt.INELIGIBLE_NODES
     assert fields["ineligibleNodesTotal"] == nt.INELIGIBLE_NODES + 11
     assert "z-tainted" in fields["ineligibleNodes"]
-    assert nt.capped_ineligible({"a": "x"}, "affinity") == {"ineligibleNodes": {"a": "x"}}
+    assert nt.capped_ineligible({"a": "x"}, {"affinity"}) == {"ineligibleNodes": {"a": "x"}}
