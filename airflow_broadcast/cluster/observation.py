@@ -42,7 +42,8 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         if terminated:
             exits.append(ContainerExit(str(cs.get("name", "")), int(terminated.get("exitCode", 0)),
                                        str(terminated.get("reason", "") or ""),
-                                       str(terminated.get("message", "") or "")))
+                                       str(terminated.get("message", "") or ""),
+                                       from_rfc3339(terminated.get("finishedAt")) or 0.0))
         elif (state.get("waiting") or {}).get("reason") and not waiting:
             waiting = str(state["waiting"]["reason"])
     pending = ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_broadcast.operators.job_operator import ReconciledJobOperator
-from airflow_broadcast.reconcilers.broadcast_job.reconciler import BroadcastOptions
+from airflow_broadcast.reconcilers.broadcast_job.options import BroadcastOptions
 
 DEFAULTS = BroadcastOptions()
 

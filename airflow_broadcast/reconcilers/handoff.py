@@ -81,8 +81,9 @@ def provider_only_fields(kind: KindName, manifest: Mapping[str, Any]) -> list[st
         return []
     spec = manifest.get("spec") or {}
     fields = [f"spec.{key}" for key in ("nodeNames", "excludeNodeNames", "nodeSelector") if spec.get(key) is not None]
-    if spec_section(manifest, "failurePolicy").get("maxFailedNodes") not in (None, 0):
-        fields.append("spec.failurePolicy.maxFailedNodes")
+    failure = spec_section(manifest, "failurePolicy")
+    fields += [f"spec.failurePolicy.{key}" for key in ("maxFailedNodes", "backoffLimitPerNode")
+               if failure.get(key) not in (None, 0)]
     return fields
 
 

@@ -57,6 +57,7 @@ class ContainerExit:
     exit_code: int
     reason: str = ""
     message: str = ""
+    finished_at: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ CONTAINER = {"name": "main", "image": "busybox:1.36", "command": ["true"]}
 def manifest(*, name: str = NAME, namespace: str = NAMESPACE, parallelism: int | str | None = None,
              completion: str | None = None, ads: int | None = None, ttl: int | None = None,
              failure: str | None = None, restart_limit: int | None = None, paused: bool | None = None,
-             max_failed_nodes: int | str | None = None,
+             max_failed_nodes: int | str | None = None, backoff_limit_per_node: int | None = None,
              restart_policy: str = "Never", pod_spec: Mapping[str, Any] | None = None,
              template_labels: Mapping[str, str] | None = None,
              template_annotations: Mapping[str, str] | None = None,
@@ -62,7 +62,8 @@ def manifest(*, name: str = NAME, namespace: str = NAMESPACE, parallelism: int |
     if completion_policy:
         spec["completionPolicy"] = completion_policy
     failure_policy = {k: v for k, v in (("type", failure), ("restartLimit", restart_limit),
-                                        ("maxFailedNodes", max_failed_nodes)) if v is not None}
+                                        ("maxFailedNodes", max_failed_nodes),
+                                        ("backoffLimitPerNode", backoff_limit_per_node)) if v is not None}
     if failure_policy:
         spec["failurePolicy"] = failure_policy
     if paused is not None:

@@ -10,7 +10,7 @@ from airflow_broadcast.cluster.kinds.broadcast_job import BroadcastJobDriver
 from airflow_broadcast.cluster.kinds.tf_job import TFJobDriver
 from airflow_broadcast.cluster.reconcile_loop import JobDriver
 from airflow_broadcast.reconcilers.broadcast_job.kind import BroadcastJobKind
-from airflow_broadcast.reconcilers.broadcast_job.reconciler import BroadcastOptions
+from airflow_broadcast.reconcilers.broadcast_job.options import BroadcastOptions
 from airflow_broadcast.reconcilers.kind import JobKind, KindName
 from airflow_broadcast.reconcilers.tf_job.kind import TFJobKind
 from airflow_broadcast.reconcilers.tf_job.options import TFJobOptions

@@ -8,8 +8,9 @@ from typing import Any, ClassVar, Literal, TypedDict, cast
 
 from airflow_broadcast.reconcilers.broadcast_job.job_status import job_finished
 from airflow_broadcast.reconcilers.broadcast_job.node_table import FAILED_NAMES, TERMINAL, failed_names, is_sharded
+from airflow_broadcast.reconcilers.broadcast_job.options import BroadcastOptions
 from airflow_broadcast.reconcilers.broadcast_job.pods import running_progress
-from airflow_broadcast.reconcilers.broadcast_job.reconciler import BroadcastOptions, reconcile_broadcast_job
+from airflow_broadcast.reconcilers.broadcast_job.reconciler import reconcile_broadcast_job
 from airflow_broadcast.reconcilers.kind import Condition, JobIdentity, ParsedJob, identity, spec_section
 from airflow_broadcast.reconcilers.observed import JobRecord, NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import Plan
@@ -47,6 +48,7 @@ class BroadcastJobStatus(TypedDict, total=False):
     active: int
     succeeded: int
     failed: int
+    retrying: int
     startTime: str
     completionTime: str
     conditions: list[Condition]
@@ -128,7 +130,8 @@ class BroadcastJobKind:
         desired = int(status.get("desired", 0))
         done = status["nodesDone"] if is_sharded(status) else sum(
             1 for n in (status.get("nodes") or {}).values() if n.get("phase") in TERMINAL)
-        return desired > 0 and done >= desired and int(status.get("active", 0)) == 0
+        waiting = int(status.get("active", 0)) + int(status.get("retrying", 0))  # F15: a node to run again
+        return desired > 0 and done >= desired and waiting == 0
 
     def lazy_child_change(self, old: Any, new: Any) -> bool:
         return isinstance(old, PodInfo) and isinstance(new, PodInfo) and running_progress(old, new)

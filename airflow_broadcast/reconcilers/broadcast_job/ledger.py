@@ -38,7 +38,8 @@ class NodeLedger:
         self._named: dict[str, NodeInfo] = {}
         self._pods: ChangeTracker[PodInfo] = ChangeTracker()
         self._bucket: dict[int, str] = {}  # owned pods only
-        self.counts = {"active": 0, "failed": 0, "succeeded": 0}
+        self.counts = {"active": 0, "failed": 0, "succeeded": 0, "retrying": 0}
+        self.retrying: dict[int, PodInfo] = {}  # F15: failed pods whose nodes run again, kept apart so a pass reads few
         self._on_node: dict[str, dict[int, PodInfo]] = {}
         self._multi: set[str] = set()
         self._sources: dict[int, Mapping[str, Any]] = {}
@@ -95,6 +96,7 @@ class NodeLedger:
                 continue
             if bucket:
                 self.counts[bucket] -= 1
+            self.retrying.pop(key, None)
             if pod.node:
                 on_node = self._on_node[pod.node]
                 del on_node[key]
@@ -108,9 +110,11 @@ class NodeLedger:
             key = id(pod)
             if not is_owned(pod, job_name, uid, owner_kind):
                 continue
-            bucket = self._bucket[key] = bucket_of(pod, self.restart_limit)
+            bucket = self._bucket[key] = bucket_of(pod, self.restart_limit, self.rules.backoff_limit)
             if bucket:
                 self.counts[bucket] += 1
+            if bucket == "retrying":
+                self.retrying[key] = pod
             if pod.node:
                 on_node = self._on_node.setdefault(pod.node, {})
                 on_node[key] = pod
@@ -166,7 +170,7 @@ class NodeLedger:
         if self.book is not None:
             self.book.update(name, old, row, self.stored_part(name))
         if self._view is not None and (name in self._view or (old.entry is None) != (row.entry is None)
-                                       or (old.phase == "Failed") != (row.phase == "Failed")):
+                                       or _failed(old) != _failed(row)):
             self._view = None
 
     def _count(self, name: str, row: Row, sign: int) -> None:
@@ -179,7 +183,7 @@ class NodeLedger:
         if row.entry is not None:
             insort(self.entries, name) if sign > 0 else _sorted_remove(self.entries, name)
             self.terminal += sign if row.phase in nt.TERMINAL else 0
-            if row.phase == "Failed":
+            if _failed(row):
                 self.failed.add(name) if sign > 0 else self.failed.discard(name)
                 self._failed_sorted = None
         _keyed(self.misfits, name, row.misfit, sign)
@@ -195,6 +199,14 @@ class NodeLedger:
     def events(self) -> list[JobEvent]:
         """Duplicate-pod warnings, then the unschedulable warnings in node order (as the reference pass)."""
         return [*(self.duplicate_events if self._multi else ()), *(self.warnings[n] for n in sorted(self.warnings))]
+
+    def status_counts(self) -> dict[str, int]:
+        """The status counts (S3-S6); `retrying` (F15) only while some node waits for its next attempt."""
+        counts = {"active": self.counts["active"], "failed": self.counts["failed"],
+                  "succeeded": self.counts["succeeded"] + self.done, "desired": self.desired}
+        if self.counts["retrying"]:
+            counts["retrying"] = self.counts["retrying"]
+        return counts
 
     def owned_pods(self, pods: Sequence[PodInfo], bucket: str) -> list[PodInfo]:
         """The owned pods of one bucket in input order (only on a pass that deletes them: O(pods))."""
@@ -250,3 +262,8 @@ def _sorted_remove(names: list[str], name: str) -> None:
     index = bisect_left(names, name)
     if index < len(names) and names[index] == name:
         del names[index]
+
+
+def _failed(row: Row) -> bool:
+    """The node's result is a failure that stands (F15: a node that runs again has not failed yet)."""
+    return row.phase == "Failed" and not row.retrying

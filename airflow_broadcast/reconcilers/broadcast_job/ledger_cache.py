@@ -32,14 +32,16 @@ def _compile_template(template: Mapping[str, Any], _: None) -> FitnessCheck:
 def take_ledger(spec: BroadcastJobSpec, record: JobRecord, *, kruise_compat: bool) -> NodeLedger:
     """The job's kept ledger when it was built for these very inputs, else a new one."""
     owner_kind = str(record.owner_reference.get("kind") or "") or None
-    restart_limit = spec.failure_policy.restart_limit
-    key = (spec.name, record.uid, owner_kind, restart_limit, kruise_compat, id(spec.template), spec.node_selection)
+    restart_limit, backoff_limit = spec.failure_policy.restart_limit, spec.failure_policy.backoff_limit_per_node
+    key = (spec.name, record.uid, owner_kind, restart_limit, backoff_limit, kruise_compat, id(spec.template),
+           spec.node_selection)
     ledger = _kept.pop(record.uid, None)
     if ledger is not None and ledger.key == key and ledger.template is spec.template:
         return ledger
     template_fits = _template_checks(str(id(spec.template)), spec.template, None, _compile_template)
     rules = RowRules(template_fits=with_selection(spec.node_selection, template_fits),
-                     warn_unschedulable=not kruise_compat, keep_successes=not kruise_compat)
+                     warn_unschedulable=not kruise_compat, keep_successes=not kruise_compat,
+                     backoff_limit=backoff_limit)
     return NodeLedger(key, spec.template, rules, (spec.name, record.uid, owner_kind), restart_limit)
 
 

@@ -18,6 +18,7 @@ from airflow_broadcast.reconcilers.broadcast_job.node_table import TERMINAL, dur
 from airflow_broadcast.reconcilers.broadcast_job.pods import (
     UNSCHEDULABLE_REASON,
     attempt_of,
+    is_retrying,
     node_result,
     unschedulable_detail,
 )
@@ -83,6 +84,7 @@ class RowRules:
     template_fits: Callable[[NodeInfo], str | None]
     warn_unschedulable: bool
     keep_successes: bool
+    backoff_limit: int = 0
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,7 @@ class Row:
     rest: bool = False
     done: bool = False
     misfit: PodInfo | None = None
+    retrying: bool = False
     ineligible: str | None = None
     entry: Mapping[str, Any] | None = None
     warning: JobEvent | None = None
@@ -104,7 +107,7 @@ class Row:
         """isJobComplete's test of one desired node (§3.8): a finished or terminating pod, or a kept success."""
         if self.pod is None:
             return self.done
-        return self.pod.terminal or self.pod.deleting
+        return not self.retrying and (self.pod.terminal or self.pod.deleting)
 
     @property
     def phase(self) -> str:
@@ -128,6 +131,7 @@ def compute_row(name: str, node: NodeInfo | None, pod: PodInfo | None, before: M
         if reason is not None and not pod.deleting:
             return Row(misfit=pod, ineligible=reason)
         return Row(desired=True, pod=pod, entry=dict(_results(pod.uid or pod.name, pod, None, _result)),
+                   retrying=is_retrying(pod, rules.backoff_limit),
                    warning=_unschedulable_warning(name, pod, before) if rules.warn_unschedulable else None)
     reason = rules.template_fits(node)
     if reason is not None:

@@ -8,14 +8,15 @@ Pure: the caller passes the spec, the job record, every node, the job's pods and
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from airflow_broadcast.reconcilers.broadcast_job import node_table as nt
 from airflow_broadcast.reconcilers.broadcast_job.job_status import finish_condition, job_finished, ttl_expiry
 from airflow_broadcast.reconcilers.broadcast_job.ledger import INLINE_SOURCE
 from airflow_broadcast.reconcilers.broadcast_job.ledger_cache import keep_ledger, take_ledger
+from airflow_broadcast.reconcilers.broadcast_job.options import BroadcastOptions
 from airflow_broadcast.reconcilers.broadcast_job.pods import build_pod, is_owned
+from airflow_broadcast.reconcilers.broadcast_job.retries import RETRY_REASON, due_retries
 from airflow_broadcast.reconcilers.expiry import expiry_change
 from airflow_broadcast.reconcilers.observed import JobRecord, NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan, earliest
@@ -30,15 +31,6 @@ FAILFAST_REASON = "failed pod is found"
 CLEANUP_REASON = "SucceededPodCleanup"
 INVALID_PARALLELISM = "InvalidParallelism"
 PARALLELISM_RETRY_SECONDS = 10.0  # R13: stands in for upstream's requeue of the error; only an edit fixes the value
-
-
-@dataclass(frozen=True)
-class BroadcastOptions:
-    """Switches that change behaviour: pinning mode (P4/P5) and upstream-compat for [F] items."""
-
-    assign_by_scheduler: bool = True
-    kruise_compat: bool = False
-    cleanup_succeeded_pods: bool = False
 
 
 class _Pass:
@@ -90,8 +82,8 @@ class _Pass:
 
     def _finish(self, kind: str, message: str) -> None:
         stamp = to_rfc3339(self.now)
-        self.status.setdefault("conditions", [])
-        self.status["conditions"] = [*self.status["conditions"], finish_condition(kind, message, self.now)]
+        self.status["conditions"] = [*self.status.get("conditions", []), finish_condition(kind, message, self.now)]
+        self.status["failed"] += self.status.pop("retrying", 0)  # F15: no attempt follows a finished job
         self.status["completionTime"] = stamp
         self.finished = True
         # finishJob replaces any pending timer; the TTL needs none: its expiry goes on the record (T2/T3).
@@ -126,9 +118,9 @@ class _Pass:
         ledger = self.ledger
         ledger.advance(self.nodes, self.all_pods, self._sources())
         # L12: a node whose recorded result is Succeeded is done without a pod (`done`), unless kruise_compat.
-        counts = ledger.counts
-        self.status.update(active=counts["active"], failed=counts["failed"],
-                           succeeded=counts["succeeded"] + ledger.done, desired=ledger.desired)
+        self.status.update(ledger.status_counts())
+        if not ledger.counts["retrying"]:
+            self.status.pop("retrying", None)
         self.status.pop("ineligibleNodesTotal", None)
         self.status.update(ledger.capped_ineligible())
         self.events.extend(ledger.events())
@@ -203,6 +195,8 @@ class _Pass:
             deleted = self._delete([misfits[n] for n in sorted(misfits)], "NodeNoLongerEligible")
             self.status["failed"] += deleted
             self.status["active"] -= deleted
+        if self.ledger.retrying:
+            self._retry_nodes()
         if self.options.cleanup_succeeded_pods and not self.options.kruise_compat:
             self._cleanup_succeeded()
         create_limit = None
@@ -215,6 +209,15 @@ class _Pass:
             self._event("Normal", "JobComplete", f"Job {self.record.namespace}/{self.spec.name} is completed, "
                                                  f"{succeeded} pods succeeded, {failed_n} pods failed")
         return self._plan(create_limit)
+
+    def _retry_nodes(self) -> None:
+        """F15: delete each retrying pod whose backoff has passed, so that its node runs the next attempt."""
+        due, wait = due_retries(self.ledger.retrying.values(), self.now)
+        for pod in sorted(due, key=lambda p: p.node):
+            self._event("Normal", RETRY_REASON, f"Pod {pod.name} on node {pod.node} failed; the node runs again")
+            self._delete([pod], RETRY_REASON)
+        if wait is not None:
+            self.requeue = earliest(self.requeue, wait)
 
     def _plan_creates(self, rest: list[str]) -> int | None:
         """reconcilePods (§3.9): up to parallelism - active new pods, in slow-start batches."""

@@ -60,6 +60,7 @@ def parse_broadcast_job(
             type=failure.get("type") or FAILURE_FAIL_FAST,
             restart_limit=failure.get("restartLimit") or 0,
             max_failed_nodes=failure.get("maxFailedNodes") or 0,
+            backoff_limit_per_node=failure.get("backoffLimitPerNode") or 0,
         ),
         paused=spec.get("paused") is True,
         node_selection=parse_node_selection(spec),
@@ -79,6 +80,8 @@ def to_manifest(spec: BroadcastJobSpec) -> dict[str, Any]:
         failure["restartLimit"] = spec.failure_policy.restart_limit
     if spec.failure_policy.max_failed_nodes:
         failure["maxFailedNodes"] = spec.failure_policy.max_failed_nodes
+    if spec.failure_policy.backoff_limit_per_node:
+        failure["backoffLimitPerNode"] = spec.failure_policy.backoff_limit_per_node
     body: dict[str, Any] = {
         "parallelism": spec.parallelism,
         "template": parse_manifest(spec.template, what="template"),

@@ -57,6 +57,8 @@ class FailurePolicy:
     type: str = FAILURE_FAIL_FAST
     restart_limit: int = 0
     max_failed_nodes: int | str = 0
+    backoff_limit_per_node: int = 0
+    """F15: how many times a node whose pod failed runs again (after a backoff) before it counts as failed."""
 
     def budget(self, desired: int) -> int:
         """F17: the failed nodes FailFast and Pause let pass (a percent is of `desired`, rounded down).

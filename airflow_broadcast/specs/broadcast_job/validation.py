@@ -47,7 +47,8 @@ BROADCAST_JOB_FIELDS = {**TYPE_META, "spec": {
     **known_fields("parallelism", "paused", *SELECTION_FIELDS),  # the node selection: ours (N15)
     "template": POD_TEMPLATE,
     "completionPolicy": known_fields("type", "activeDeadlineSeconds", "ttlSecondsAfterFinished"),
-    "failurePolicy": known_fields("type", "restartLimit", "maxFailedNodes"),  # maxFailedNodes: ours (F17)
+    # maxFailedNodes and backoffLimitPerNode are ours (F17, F15)
+    "failurePolicy": known_fields("type", "restartLimit", "maxFailedNodes", "backoffLimitPerNode"),
 }}
 """The CRD's fields (broadcastjobs.apps.kruise.io), and the core PodTemplateSpec it embeds."""
 
@@ -182,6 +183,7 @@ def _validate_extended_spec(spec: Mapping[str, Any]) -> list[FieldError]:
     restart_limit = failure.get("restartLimit")
     for path, value, low, high in (
         ("spec.failurePolicy.restartLimit", restart_limit, 0, MAX_INT32),
+        ("spec.failurePolicy.backoffLimitPerNode", failure.get("backoffLimitPerNode"), 0, MAX_INT32),
         ("spec.completionPolicy.activeDeadlineSeconds", completion.get("activeDeadlineSeconds"), 1, MAX_INT64),
         ("spec.completionPolicy.ttlSecondsAfterFinished", completion.get("ttlSecondsAfterFinished"), 0, MAX_INT32),
     ):

@@ -1,0 +1,130 @@
+"""Per-node retries with backoff, `failurePolicy.backoffLimitPerNode` (checklist H: F15), in the pure pass."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from support.bcj_builders import (
+    FIXED,
+    MODES,
+    NOW,
+    BCJCluster,
+    events_of,
+    make_nodes,
+    make_pod,
+    make_spec,
+    manifest,
+)
+
+from airflow_broadcast.reconcilers.broadcast_job.kind import BroadcastJobKind
+from airflow_broadcast.reconcilers.broadcast_job.pods import attempt_of
+from airflow_broadcast.reconcilers.broadcast_job.retries import RETRY_REASON, backoff_seconds, failed_at
+from airflow_broadcast.reconcilers.handoff import provider_only_fields
+from airflow_broadcast.reconcilers.observed import ContainerExit
+from airflow_broadcast.specs.broadcast_job.parsing import parse_broadcast_job, to_manifest
+from airflow_broadcast.specs.field_errors import InvalidSpecError
+
+
+def fail_on(cluster: BCJCluster, node: str, at: float | None = None) -> None:
+    """The pod on `node` fails, its container ending at `at` (default: now)."""
+    ended = ContainerExit("main", 3, "Error", finished_at=cluster.now if at is None else at)
+    cluster.set_phase("Failed", [node], exits=(ended,))
+
+
+def started(limit: int, nodes: int = 3, **spec: Any) -> BCJCluster:
+    cluster = BCJCluster(make_spec(backoff_limit_per_node=limit, **spec), make_nodes(nodes), options=FIXED)
+    cluster.step()
+    cluster.set_phase("Running")
+    return cluster
+
+
+def test_F15_backoff_doubles_from_ten_seconds_up_to_six_minutes() -> None:
+    assert [backoff_seconds(a) for a in (1, 2, 3, 4, 5, 6, 7, 60)] == [10, 20, 40, 80, 160, 320, 360, 360]
+    pod = make_pod("node-00", "Failed", exit_code=1)
+    assert failed_at(pod) == pod.created_at, "no finish time (an eviction): from the pod's creation"
+    assert failed_at(replace(pod, exits=(ContainerExit("a", 1, finished_at=NOW), ContainerExit("b", 1)))) == NOW
+
+
+def test_F15_a_failed_node_runs_again_after_its_backoff_until_its_retries_are_used_up() -> None:
+    cluster = started(2)
+    fail_on(cluster, "node-00")
+
+    waiting = cluster.step(advance=1)
+    assert cluster.status["phase"] == "running" and cluster.status["failed"] == 0
+    assert cluster.status["retrying"] == 1
+    assert waiting.deletes == () and waiting.requeue_after == pytest.approx(9)
+
+    due = cluster.step(advance=9)
+    assert [(d.name, d.reason) for d in due.deletes] == [(cluster.plans[0].create_pods[0]["metadata"]["name"],
+                                                         RETRY_REASON)]
+    assert [e.message for e in events_of(due, RETRY_REASON)] == [
+        f"Pod {due.deletes[0].name} on node node-00 failed; the node runs again"]
+    cluster.step()  # the node, now without a pod, gets its second attempt
+    assert attempt_of(cluster.pod_on("node-00")) == 2
+    assert "retrying" not in cluster.status
+
+    cluster.set_phase("Running", ["node-00"])
+    fail_on(cluster, "node-00")
+    assert cluster.step().requeue_after == pytest.approx(19), "the second failure waits 20 s"
+    cluster.step(advance=19)
+    cluster.step()
+    assert attempt_of(cluster.pod_on("node-00")) == 3
+    fail_on(cluster, "node-00")  # the third attempt fails: two retries were all it had
+    final = cluster.step()
+    assert cluster.status["phase"] == "failed"
+    assert cluster.status["failed"] == 1 + 2, "node-00 for good, and the two active pods FailFast deleted (F5)"
+    assert "retrying" not in cluster.status and not events_of(final, RETRY_REASON)
+
+
+def test_F15_failfast_and_completion_wait_for_a_retry_that_then_succeeds() -> None:
+    cluster = started(1)
+    cluster.set_phase("Succeeded", ["node-01", "node-02"])
+    fail_on(cluster, "node-00")
+    cluster.step()
+    assert cluster.status["phase"] == "running", "neither FailFast nor completion while node-00 may run again"
+    assert not cluster.status.get("conditions")
+    cluster.step(advance=10)
+    cluster.step()
+    cluster.set_phase("Succeeded", ["node-00"])
+    cluster.step()
+    status = cluster.status
+    assert (status["phase"], status["succeeded"], status["failed"]) == ("completed", 3, 0)
+    assert status["nodes"]["node-00"]["attempt"] == 2
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_F15_without_a_limit_a_failure_counts_at_once_as_upstream(mode: str) -> None:
+    cluster = BCJCluster(make_spec(), make_nodes(2), options=MODES[mode])
+    cluster.step()
+    fail_on(cluster, "node-00")
+    plan = cluster.step()
+    assert cluster.status["phase"] == "failed" and "retrying" not in cluster.status
+    assert not events_of(plan, RETRY_REASON)
+
+
+def test_F15_a_never_job_is_not_settled_while_a_node_waits_for_its_retry() -> None:
+    cluster = started(1, completion="Never")
+    cluster.set_phase("Succeeded", ["node-01", "node-02"])
+    fail_on(cluster, "node-00")
+    cluster.step()
+    kind = BroadcastJobKind(FIXED)
+    stored = to_manifest(cluster.spec)
+    assert not kind.settled(replace(cluster.record, manifest=stored))
+    cluster.step(advance=10)
+    cluster.step()
+    cluster.set_phase("Succeeded", ["node-00"])
+    cluster.step()
+    assert kind.settled(replace(cluster.record, manifest=stored))
+
+
+def test_F15_the_limit_is_validated_stored_and_kept_from_the_cluster_controller() -> None:
+    body = manifest(failure="FailFast", backoff_limit_per_node=3)
+    stored = to_manifest(parse_broadcast_job(body))
+    assert stored["spec"]["failurePolicy"] == {"type": "FailFast", "backoffLimitPerNode": 3}
+    assert provider_only_fields("BroadcastJob", stored) == ["spec.failurePolicy.backoffLimitPerNode"]
+    body["spec"]["failurePolicy"]["backoffLimitPerNode"] = -1
+    with pytest.raises(InvalidSpecError) as refused:
+        parse_broadcast_job(body)
+    assert [e.path for e in refused.value.errors] == ["spec.failurePolicy.backoffLimitPerNode"]
