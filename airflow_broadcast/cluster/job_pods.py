@@ -8,11 +8,13 @@ whoever created them.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.api_paths import api_path
 from airflow_broadcast.cluster.kinds.registry import check_kind
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
@@ -22,6 +24,9 @@ from airflow_broadcast.specs.tf_job import spec as tf
 
 FOLLOW_READ_TIMEOUT = 24 * 3600.0  # a followed pod may be silent for long; its end closes the stream
 MAX_LINE_BYTES = 1 << 20
+MAX_LOG_REQUESTS = 16  # logs read (or followed) at once, as kubectl's --max-log-requests bounds them
+MAX_LOG_PODS = 500  # a BroadcastJob has a pod per node: reading thousands of logs at once is refused
+FOLLOW_KEEP_LINES = 10000  # per pod: what a followed log returns (every line goes to the sink as it comes)
 LogSink = Callable[[str], None]
 
 
@@ -80,30 +85,48 @@ def log_container(kind: str, pod: Mapping[str, Any], container: str | None) -> s
 
 
 async def job_logs(client: KubeClient, kind: str, namespace: str, name: str, selection: PodSelection = PodSelection(),
-                   *, container: str | None = None, follow: bool = False, sink: LogSink = print) -> dict[str, str]:
+                   *, container: str | None = None, follow: bool = False, sink: LogSink = print,
+                   tail_lines: int | None = None, max_pods: int = MAX_LOG_PODS) -> dict[str, str]:
     """`{pod name: log}` of the job's pods that have started (Pending ones have no log yet).
 
     With `follow`, every pod's log is streamed until its container ends, each line also given
-    to `sink` as `[Pod <name>]: <line>`, as the SDK prints it.
+    to `sink` as `[Pod <name>]: <line>`, as the SDK prints it; the answer keeps the last
+    FOLLOW_KEEP_LINES lines of each, and a stream that breaks is said on the sink, not raised.
+    At most MAX_LOG_REQUESTS logs are read at once; more than `max_pods` pods is a ValueError.
     """
     pods = [pod for pod in await list_job_pods(client, kind, namespace, name, selection)
             if (pod.get("status") or {}).get("phase") != "Pending"]
+    if len(pods) > max_pods:
+        raise ValueError(f"{len(pods)} pods of {kind} {namespace}/{name} have logs, more than max_pods={max_pods}; "
+                         "select fewer (is_master, replica_type, replica_index) or raise max_pods")
     names = [str(pod["metadata"]["name"]) for pod in pods]
     containers = [log_container(kind, pod, container) for pod in pods]
+    gate = asyncio.Semaphore(MAX_LOG_REQUESTS)
+    query: dict[str, Any] = {} if tail_lines is None else {"tailLines": tail_lines}
+
+    async def read(pod: str, container_name: str) -> str:
+        async with gate:
+            path = log_path(namespace, pod)
+            return await client.request_text("GET", path, query={**query, "container": container_name})
+
     if not follow:
-        texts = await asyncio.gather(*(client.request_text("GET", log_path(namespace, pod), query={"container": c})
-                                       for pod, c in zip(names, containers, strict=True)))
+        texts = await asyncio.gather(*(read(pod, c) for pod, c in zip(names, containers, strict=True)))
         return dict(zip(names, texts, strict=True))
-    logs: dict[str, list[str]] = {pod: [] for pod in names}
+    logs: dict[str, deque[str]] = {pod: deque(maxlen=FOLLOW_KEEP_LINES) for pod in names}
 
     async def stream(pod: str, container_name: str) -> None:
-        lines = client.stream_lines(log_path(namespace, pod), query={"container": container_name, "follow": "true"},
-                                    read_timeout=FOLLOW_READ_TIMEOUT, max_line_bytes=MAX_LINE_BYTES)
-        async with aclosing(lines):
-            async for raw in lines:
-                line = raw.decode(errors="replace")
-                logs[pod].append(line)
-                sink(f"[Pod {pod}]: {line}")
+        async with gate:
+            lines = client.stream_lines(log_path(namespace, pod), read_timeout=FOLLOW_READ_TIMEOUT,
+                                        query={**query, "container": container_name, "follow": "true"},
+                                        max_line_bytes=MAX_LINE_BYTES)
+            try:
+                async with aclosing(lines):
+                    async for raw in lines:
+                        line = raw.decode(errors="replace")
+                        logs[pod].append(line)
+                        sink(f"[Pod {pod}]: {line}")
+            except ClusterApiError as exc:
+                sink(f"[Pod {pod}]: <log stream ended: {exc.describe()}>")
 
     await asyncio.gather(*(stream(pod, c) for pod, c in zip(names, containers, strict=True)))
     return {pod: "".join(f"{line}\n" for line in lines) for pod, lines in logs.items()}
@@ -128,6 +151,12 @@ async def job_events(client: KubeClient, kind: str, namespace: str, job: Mapping
     name = str(job["metadata"]["name"])
     keys = [f"{check_kind(kind)} {name}"] + [f"Pod {pod['metadata']['name']}" for pod in pods]
     uids = [str(job["metadata"].get("uid") or "")] + [str(pod["metadata"].get("uid") or "") for pod in pods]
-    lines = await asyncio.gather(*(object_events(client, namespace, uid) for uid in uids))
+    gate = asyncio.Semaphore(MAX_LOG_REQUESTS)
+
+    async def events_of(uid: str) -> list[str]:
+        async with gate:
+            return await object_events(client, namespace, uid)
+
+    lines = await asyncio.gather(*(events_of(uid) for uid in uids))
     return dict(zip(keys, lines, strict=True))
 

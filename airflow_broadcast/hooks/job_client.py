@@ -160,13 +160,14 @@ class JobClient:
 
     def get_job_logs(self, name: str, namespace: str | None = None, is_master: bool = True,
                      replica_type: str | None = None, replica_index: int | None = None, follow: bool = False,
-                     container: str | None = None, verbose: bool = False,
-                     sink: Callable[[str], None] = print) -> Any:
+                     container: str | None = None, verbose: bool = False, sink: Callable[[str], None] = print,
+                     tail_lines: int | None = None, max_pods: int = job_pods.MAX_LOG_PODS) -> Any:
         """`{pod: log}` of the job's started pods (by default the master: TFJob's chief, or every BroadcastJob pod).
 
         The container is TFJob's `tensorflow`, or a BroadcastJob pod's first, unless `container` is
         given. `follow` streams each log to `sink` (`[Pod <name>]: <line>`) until the pods end.
         With `verbose`, returns `(logs, events)`: `{"<Kind> <name>" or "Pod <name>": [event lines]}`.
+        `tail_lines` keeps the end of each log; more than `max_pods` pods is a ValueError.
         """
         ns = namespace or self.namespace
         selection = job_pods.PodSelection(is_master and self.kind == "TFJob", replica_type, replica_index)
@@ -174,12 +175,12 @@ class JobClient:
 
         async def logs(client: KubeClient) -> Any:
             texts = await job_pods.job_logs(client, self.kind, ns, name, selection, container=container,
-                                            follow=follow, sink=sink)
+                                            follow=follow, sink=sink, tail_lines=tail_lines, max_pods=max_pods)
             if not verbose:
                 return texts
             job = await job_api.get_job(client, self.kind, ns, name)
             pods = await job_pods.list_job_pods(client, self.kind, ns, name, selection)
-            return texts, await job_pods.job_events(client, self.kind, ns, job, pods)
+            return texts, await job_pods.job_events(client, self.kind, ns, job, pods[:max_pods])
 
         return self._run(logs)
 

@@ -150,10 +150,10 @@ class _Pass:
         if self.spec.paused and phase in ("running", "paused"):  # RC14
             self.status["phase"] = "paused"
             return self._plan()
-        failed = self.status["failed"]
-        over_budget = failed > self.spec.failure_policy.budget(self.status["desired"])
-        if paused_by_policy and not self.options.kruise_compat:
-            if over_budget and self.spec.failure_policy.type == "Pause":
+        failed, rules = self.status["failed"], self.spec.failure_policy  # F17: the budget counts failed nodes
+        over_budget = failed > 0 and not rules.tolerates(len(self.ledger.failed), self.status["desired"])
+        if paused_by_policy and not self.options.kruise_compat:  # F10: a policy pause ends as F11 says, budget or not
+            if failed > 0 and rules.type == "Pause":
                 self.status["phase"] = "paused"  # F10 fixed: stay paused, no event flapping
                 return self._plan()
             self.annotations[PAUSED_BY_POLICY] = None

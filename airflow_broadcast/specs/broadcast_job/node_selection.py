@@ -14,7 +14,7 @@ from airflow_broadcast.specs.field_errors import FieldError, duplicate, invalid
 from airflow_broadcast.specs.name_rules import validate_dns1123_subdomain, validate_labels
 
 FIELDS = ("nodeNames", "excludeNodeNames", "nodeSelector")
-MAX_NAMES = 20000  # more names than the largest clusters have nodes; bounds the record's manifest
+MAX_NAMES = 20000  # a sanity bound; the manifest's own limit (512 KiB of JSON) is met first, near 10,000 names
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,10 @@ class FailurePolicy:
         except ValueError:
             return 0
 
+    def tolerates(self, failed_nodes: int, desired: int) -> bool:
+        """F17: these failed nodes are within the budget (never without one: upstream acts on any failed pod)."""
+        return bool(self.max_failed_nodes) and failed_nodes <= self.budget(desired)
+
 
 @dataclass(frozen=True, kw_only=True)
 class BroadcastJobSpec:

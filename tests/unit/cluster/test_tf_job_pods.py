@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from airflow_broadcast.cluster import job_pods
+from airflow_broadcast.cluster.api_errors import TransportError
 from airflow_broadcast.cluster.job_pods import PodSelection, pod_selector
 
 
@@ -117,3 +118,58 @@ async def test_N7_verbose_events_of_the_job_and_its_pods_oldest_first() -> None:
                     "2026-01-01T00:00:02Z Normal SuccessfulCreatePod: Created pod: j-worker-0"],
         "Pod j-worker-0": ["2026-01-01T00:00:03.000000Z Warning FailedScheduling: 0/3 nodes"],
     }
+
+
+class Slow(StandIn):
+    """Counts the logs read at once; the stream of `broken` fails after its first line."""
+
+    def __init__(self, *args: Any, broken: str = "") -> None:
+        super().__init__(*args)
+        self.broken, self.inflight, self.most = broken, 0, 0
+
+    async def request_text(self, method: str, path: str, *, query: Mapping[str, Any]) -> str:
+        self.inflight += 1
+        self.most = max(self.most, self.inflight)
+        await asyncio.sleep(0.01)
+        self.inflight -= 1
+        return await super().request_text(method, path, query=query)
+
+    async def stream_lines(self, path: str, *, query: Mapping[str, Any], read_timeout: float,
+                           max_line_bytes: int | None = None) -> AsyncGenerator[bytes, None]:
+        self.inflight += 1
+        self.most = max(self.most, self.inflight)
+        try:
+            async for line in super().stream_lines(path, query=query, read_timeout=read_timeout):
+                yield line
+                if path.split("/")[-2] == self.broken:
+                    raise TransportError(0, "Unreachable", "ClientPayloadError: cut", verb="GET", target=path)
+        finally:
+            self.inflight -= 1
+
+
+async def test_N7_logs_are_read_a_few_at_a_time_and_many_pods_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(job_pods, "MAX_LOG_REQUESTS", 2)
+    pods = [pod(f"b-{i}", "Succeeded", ("c",)) for i in range(5)]
+    api = Slow(pods, {f"b-{i}": [b"x"] for i in range(5)})
+
+    logs = await job_pods.job_logs(api, "BroadcastJob", "ns", "b", tail_lines=20)  # type: ignore[arg-type]
+
+    assert len(logs) == 5 and api.most == 2
+    assert all(q == {"tailLines": 20, "container": "c"} for _, q in api.reads)
+    with pytest.raises(ValueError, match="5 pods of BroadcastJob ns/b have logs, more than max_pods=4"):
+        await job_pods.job_logs(api, "BroadcastJob", "ns", "b", max_pods=4)  # type: ignore[arg-type]
+
+
+async def test_N7_a_followed_log_keeps_its_tail_and_a_broken_stream_is_told_not_raised(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(job_pods, "FOLLOW_KEEP_LINES", 2)
+    pods = [pod("b-x", "Running", ("c",)), pod("b-y", "Running", ("c",))]
+    api = Slow(pods, {"b-x": [b"1", b"2", b"3"], "b-y": [b"a", b"b"]}, broken="b-y")
+    printed: list[str] = []
+
+    logs = await job_pods.job_logs(api, "BroadcastJob", "ns", "b", follow=True, sink=printed.append)  # type: ignore[arg-type]
+
+    assert logs == {"b-x": "2\n3\n", "b-y": "a\n"}, "the last FOLLOW_KEEP_LINES lines of each"
+    assert "[Pod b-x]: 1" in printed, "every line went to the sink as it came"
+    assert "[Pod b-y]: <log stream ended: Kubernetes API 0 Unreachable on GET /api/v1/namespaces/ns/pods/b-y/log: " \
+           "ClientPayloadError: cut>" in printed

@@ -63,12 +63,18 @@ def test_N9_an_api_timeout_is_a_timeout_error_from_the_client(monkeypatch: pytes
     assert str(raised.value) == str(error), "the same message, naming the request"
 
 
-def test_N9_a_socket_timeout_under_a_transport_error_counts_as_a_timeout() -> None:
-    try:
+def test_N9_a_request_that_timed_out_is_a_timeout_error_from_the_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As KubeClient raises it: a TransportError whose cause is the socket's TimeoutError."""
+
+    def timed_out(main: Any) -> Any:
+        main().close()
         try:
             raise TimeoutError()
         except TimeoutError as cause:
             raise TransportError(0, "Unreachable", "TimeoutError: ", verb="GET", target="/x") from cause
-    except TransportError as exc:
-        assert exc.timed_out
-        assert isinstance(ApiTimeout.of(exc), TimeoutError) and ApiTimeout.of(exc).target == "/x"
+
+    monkeypatch.setattr(job_client, "run_on_worker", timed_out)
+    with pytest.raises(ApiTimeout) as raised:
+        JobClient("TFJob", namespace="ns").list_jobs()
+    assert isinstance(raised.value, TimeoutError) and isinstance(raised.value, RuntimeError)
+    assert raised.value.target == "/x" and isinstance(raised.value.__cause__, TransportError)

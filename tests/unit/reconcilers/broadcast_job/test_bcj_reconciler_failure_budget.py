@@ -138,3 +138,29 @@ async def test_F17_hand_off_never_gives_a_budget_to_the_cluster_controller(reque
         chosen = await call
         assert chosen.decision.controller == "airflow" and chosen.resource is None
         assert "spec.failurePolicy.maxFailedNodes" in chosen.decision.reason
+
+
+def test_F17_a_pause_stays_when_nodes_join_and_the_percent_budget_grows() -> None:
+    spec = make_spec(failure="Pause", max_failed_nodes="10%")
+    cluster = BCJCluster(spec, make_nodes(10), options=FIXED)
+    cluster.step()
+    cluster.set_phase("Running")
+    cluster.set_phase("Failed", ["node-00", "node-01"])  # 2 failed nodes, 10 % of 10 is 1
+    cluster.step()
+    assert cluster.status["phase"] == "paused"
+    cluster.nodes.update({n.name: n for n in make_nodes(10, prefix="late")})  # 10 % of 20 would allow 2
+    joined = cluster.step()
+    assert cluster.status["phase"] == "paused", "a policy pause ends when its failed pods go (F11), not by itself"
+    assert joined.create_pods == () and not events_of(joined, "Continue")
+    for node in ("node-00", "node-01"):
+        cluster.remove_pod(node)
+    cluster.step()
+    assert cluster.status["phase"] == "running"
+
+
+def test_F17_the_budget_counts_failed_nodes_not_failed_pods() -> None:
+    spec = make_spec(max_failed_nodes=1)
+    pods = [make_pod("node-00", "Failed", spec=spec), make_pod("gone-node", "Failed", spec=spec)]
+    plan = reconcile_broadcast_job(spec, make_record(started_status()), make_nodes(3), pods, NOW, FIXED)
+    assert plan.status is not None and plan.status["failed"] == 2, "both failed pods are counted (S8)"
+    assert plan.status["phase"] == "running", "one failed node (the other pod's node is gone) is within 1"
