@@ -75,6 +75,8 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         created_at=from_rfc3339(meta.get("creationTimestamp")) or 0.0,
         waiting=_waiting_with_message(status.get("containerStatuses") or status.get("initContainerStatuses") or []),
         condition_warning=None if statuses else _latest_condition_warning(status.get("conditions") or []),
+        conditions=tuple((str(c.get("type", "")), str(c.get("status", ""))) for c in status.get("conditions") or [])
+        if status.get("phase") == "Failed" else (),
     )
 
 

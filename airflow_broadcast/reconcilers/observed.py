@@ -98,6 +98,8 @@ class PodInfo:
     created_at: float = 0.0
     waiting: ContainerWaiting | None = None
     condition_warning: tuple[str, str] | None = None
+    conditions: tuple[tuple[str, str], ...] = ()
+    """(type, status) of each condition of a Failed pod (e.g. DisruptionTarget), for podFailurePolicy; else ()."""
 
     @property
     def terminal(self) -> bool:

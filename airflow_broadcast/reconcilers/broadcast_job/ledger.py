@@ -40,6 +40,7 @@ class NodeLedger:
         self._bucket: dict[int, str] = {}  # owned pods only
         self.counts = {"active": 0, "failed": 0, "succeeded": 0, "retrying": 0}
         self.retrying: dict[int, PodInfo] = {}  # F15: failed pods whose nodes run again, kept apart so a pass reads few
+        self.fail_job: dict[int, PodInfo] = {}  # F16: failed pods a FailJob rule matches
         self._on_node: dict[str, dict[int, PodInfo]] = {}
         self._multi: set[str] = set()
         self._sources: dict[int, Mapping[str, Any]] = {}
@@ -97,6 +98,7 @@ class NodeLedger:
             if bucket:
                 self.counts[bucket] -= 1
             self.retrying.pop(key, None)
+            self.fail_job.pop(key, None)
             if pod.node:
                 on_node = self._on_node[pod.node]
                 del on_node[key]
@@ -110,11 +112,14 @@ class NodeLedger:
             key = id(pod)
             if not is_owned(pod, job_name, uid, owner_kind):
                 continue
-            bucket = self._bucket[key] = bucket_of(pod, self.restart_limit, self.rules.backoff_limit)
+            failures = self.rules.failures
+            bucket = self._bucket[key] = "retrying" if failures.retrying(pod) else bucket_of(pod, self.restart_limit)
             if bucket:
                 self.counts[bucket] += 1
             if bucket == "retrying":
                 self.retrying[key] = pod
+            elif failures.rules and failures.fails_job(pod):
+                self.fail_job[key] = pod
             if pod.node:
                 on_node = self._on_node.setdefault(pod.node, {})
                 on_node[key] = pod

@@ -14,6 +14,7 @@ from airflow_broadcast.reconcilers.broadcast_job.ledger import NodeLedger
 from airflow_broadcast.reconcilers.broadcast_job.ledger_rows import RowRules
 from airflow_broadcast.reconcilers.broadcast_job.memo import IdentityMemo
 from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import FitnessCheck, compile_fitness, with_selection
+from airflow_broadcast.reconcilers.broadcast_job.retries import FailureHandling
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.specs.broadcast_job.spec import BroadcastJobSpec
 
@@ -32,8 +33,9 @@ def _compile_template(template: Mapping[str, Any], _: None) -> FitnessCheck:
 def take_ledger(spec: BroadcastJobSpec, record: JobRecord, *, kruise_compat: bool) -> NodeLedger:
     """The job's kept ledger when it was built for these very inputs, else a new one."""
     owner_kind = str(record.owner_reference.get("kind") or "") or None
-    restart_limit, backoff_limit = spec.failure_policy.restart_limit, spec.failure_policy.backoff_limit_per_node
-    key = (spec.name, record.uid, owner_kind, restart_limit, backoff_limit, kruise_compat, id(spec.template),
+    restart_limit = spec.failure_policy.restart_limit
+    failures = FailureHandling(spec.failure_policy.backoff_limit_per_node, spec.pod_failure_rules)
+    key = (spec.name, record.uid, owner_kind, restart_limit, failures, kruise_compat, id(spec.template),
            spec.node_selection)
     ledger = _kept.pop(record.uid, None)
     if ledger is not None and ledger.key == key and ledger.template is spec.template:
@@ -41,7 +43,7 @@ def take_ledger(spec: BroadcastJobSpec, record: JobRecord, *, kruise_compat: boo
     template_fits = _template_checks(str(id(spec.template)), spec.template, None, _compile_template)
     rules = RowRules(template_fits=with_selection(spec.node_selection, template_fits),
                      warn_unschedulable=not kruise_compat, keep_successes=not kruise_compat,
-                     backoff_limit=backoff_limit)
+                     failures=failures)
     return NodeLedger(key, spec.template, rules, (spec.name, record.uid, owner_kind), restart_limit)
 
 

@@ -7,7 +7,7 @@ inputs, so a pass recomputes only the rows whose inputs changed (see ledger).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -18,10 +18,10 @@ from airflow_broadcast.reconcilers.broadcast_job.node_table import TERMINAL, dur
 from airflow_broadcast.reconcilers.broadcast_job.pods import (
     UNSCHEDULABLE_REASON,
     attempt_of,
-    is_retrying,
     node_result,
     unschedulable_detail,
 )
+from airflow_broadcast.reconcilers.broadcast_job.retries import FailureHandling
 from airflow_broadcast.reconcilers.observed import NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import JobEvent
 
@@ -84,7 +84,7 @@ class RowRules:
     template_fits: Callable[[NodeInfo], str | None]
     warn_unschedulable: bool
     keep_successes: bool
-    backoff_limit: int = 0
+    failures: FailureHandling = field(default_factory=FailureHandling)
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ def compute_row(name: str, node: NodeInfo | None, pod: PodInfo | None, before: M
         if reason is not None and not pod.deleting:
             return Row(misfit=pod, ineligible=reason)
         return Row(desired=True, pod=pod, entry=dict(_results(pod.uid or pod.name, pod, None, _result)),
-                   retrying=is_retrying(pod, rules.backoff_limit),
+                   retrying=rules.failures.retrying(pod),
                    warning=_unschedulable_warning(name, pod, before) if rules.warn_unschedulable else None)
     reason = rules.template_fits(node)
     if reason is not None:

@@ -54,11 +54,6 @@ def attempt_of(pod: PodInfo) -> int:
         return 1
 
 
-def is_retrying(pod: PodInfo, backoff_limit: int) -> bool:
-    """A failed pod whose node has attempts left (F15): `backoffLimitPerNode` allows limit + 1 in all."""
-    return backoff_limit > 0 and pod.phase == "Failed" and attempt_of(pod) <= backoff_limit
-
-
 def unschedulable_detail(pod: PodInfo) -> str | None:
     """The scheduler's message for a Pending pod it could not place (L11), else None."""
     message = pod.pending_message  # "<PodScheduled reason>: <message>", as the cluster layer writes it
@@ -72,13 +67,8 @@ def restart_failed(pod: PodInfo, restart_limit: int) -> bool:
     return pod.restart_policy == "OnFailure" and pod.restarts > restart_limit
 
 
-def bucket_of(pod: PodInfo, restart_limit: int, backoff_limit: int = 0) -> str:
-    """filterPods (§3.3): succeeded, failed (or past the restart limit), active, or "" (terminating).
-
-    A failed pod whose node has attempts left (F15, `backoff_limit` > 0) is `retrying` instead of failed.
-    """
-    if is_retrying(pod, backoff_limit):
-        return "retrying"
+def bucket_of(pod: PodInfo, restart_limit: int) -> str:
+    """filterPods (§3.3): succeeded, failed (or past the restart limit), active, or "" (terminating)."""
     if pod.phase in ("Succeeded", "Failed"):
         return pod.phase.lower()
     if pod.deleting:

@@ -16,7 +16,7 @@ from airflow_broadcast.reconcilers.broadcast_job.ledger import INLINE_SOURCE
 from airflow_broadcast.reconcilers.broadcast_job.ledger_cache import keep_ledger, take_ledger
 from airflow_broadcast.reconcilers.broadcast_job.options import BroadcastOptions
 from airflow_broadcast.reconcilers.broadcast_job.pods import build_pod, is_owned
-from airflow_broadcast.reconcilers.broadcast_job.retries import RETRY_REASON, due_retries
+from airflow_broadcast.reconcilers.broadcast_job.retries import RETRY_REASON, due_retries, rule_failure
 from airflow_broadcast.reconcilers.expiry import expiry_change
 from airflow_broadcast.reconcilers.observed import JobRecord, NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan, earliest
@@ -161,8 +161,8 @@ class _Pass:
             self.status["phase"] = "running"
             self._event("Normal", "Continue", "continue to process job")
 
-        job_failed, message, reason = False, "", ""
-        if over_budget:  # RC16 (upstream: any failed pod; F17 lets maxFailedNodes of them pass)
+        job_failed, message, reason = rule_failure(self.ledger.fail_job.values(), self.ledger.rules.failures)  # F16
+        if over_budget and not job_failed:  # RC16 (upstream: any failed pod; F17 lets maxFailedNodes of them pass)
             policy = self.spec.failure_policy.type
             if policy == "Pause":
                 self._event("Warning", "Paused", "job is paused, due to failed pod")
@@ -212,7 +212,7 @@ class _Pass:
 
     def _retry_nodes(self) -> None:
         """F15: delete each retrying pod whose backoff has passed, so that its node runs the next attempt."""
-        due, wait = due_retries(self.ledger.retrying.values(), self.now)
+        due, wait = due_retries(self.ledger.retrying.values(), self.now, self.ledger.rules.failures)
         for pod in sorted(due, key=lambda p: p.node):
             self._event("Normal", RETRY_REASON, f"Pod {pod.name} on node {pod.node} failed; the node runs again")
             self._delete([pod], RETRY_REASON)

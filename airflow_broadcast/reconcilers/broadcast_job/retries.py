@@ -1,22 +1,69 @@
-"""Per-node retries (F15): a node whose pod failed runs again after a backoff, until its retries are used up.
+"""What a failed pod means for its node and its job: per-node retries (F15) and podFailurePolicy (F16).
 
 With `failurePolicy.backoffLimitPerNode: n` a node gets n + 1 attempts. A failed pod with attempts left
 is `retrying`: it counts neither as failed (so FailFast, Pause and the budget wait) nor as done (so the
 job does not complete), and once its backoff has passed the pass deletes it; the node, now without a
 pod, gets the next attempt (P12). The backoff doubles from 10 s up to 6 minutes, as the Kubernetes Job
-controller's, and runs from the moment the pod's containers ended.
+controller's, and runs from the moment the pod's containers ended. A podFailurePolicy rule that matches
+the pod comes first: `Ignore` re-runs the node at once without counting the failure, `FailNode` counts
+it with no retry, `FailJob` fails the job, `Count` leaves it to the above.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from airflow_broadcast.reconcilers.broadcast_job.pods import attempt_of
 from airflow_broadcast.reconcilers.observed import PodInfo
+from airflow_broadcast.specs.broadcast_job.pod_failure_policy import FailureRule
 
 BACKOFF_BASE_SECONDS = 10.0
 BACKOFF_MAX_SECONDS = 360.0
 RETRY_REASON = "NodeRetry"
+RULE_REASON = "PodFailurePolicy"
+
+
+@dataclass(frozen=True)
+class FailureHandling:
+    """The job's retry limit and podFailurePolicy rules, as one pass applies them to its failed pods."""
+
+    backoff_limit: int = 0
+    rules: tuple[FailureRule, ...] = ()
+
+    def rule_of(self, pod: PodInfo) -> tuple[int, FailureRule] | None:
+        """The first rule that matches a failed pod, with its index."""
+        for index, rule in enumerate(self.rules):
+            if _matches(rule, pod):
+                return index, rule
+        return None
+
+    def action(self, pod: PodInfo) -> str:
+        matched = self.rule_of(pod) if self.rules and pod.phase == "Failed" else None
+        return "Count" if matched is None else matched[1].action
+
+    def retrying(self, pod: PodInfo) -> bool:
+        """A failed pod whose node runs again: its failure is ignored, or the node has attempts left."""
+        if pod.phase != "Failed" or not (self.rules or self.backoff_limit):
+            return False
+        action = self.action(pod)
+        return action == "Ignore" or (action == "Count" and attempt_of(pod) <= self.backoff_limit)
+
+    def fails_job(self, pod: PodInfo) -> bool:
+        return bool(self.rules) and pod.phase == "Failed" and self.action(pod) == "FailJob"
+
+    def delay(self, pod: PodInfo) -> float:
+        return 0.0 if self.action(pod) == "Ignore" else backoff_seconds(attempt_of(pod))
+
+
+def _matches(rule: FailureRule, pod: PodInfo) -> bool:
+    """As the Job controller: any listed condition the pod has, or any exit code (0 excluded) the operator admits."""
+    if rule.conditions:
+        return any(condition in pod.conditions for condition in rule.conditions)
+    codes = [e.exit_code for e in pod.exits if e.exit_code != 0 and rule.container in (None, e.container)]
+    if rule.operator == "In":
+        return any(code in rule.values for code in codes)
+    return any(code not in rule.values for code in codes)
 
 
 def backoff_seconds(attempt: int) -> float:
@@ -29,16 +76,29 @@ def failed_at(pod: PodInfo) -> float:
     return max((e.finished_at for e in pod.exits), default=0.0) or pod.created_at
 
 
-def due_retries(pods: Iterable[PodInfo], now: float) -> tuple[list[PodInfo], float | None]:
+def due_retries(pods: Iterable[PodInfo], now: float,
+                handling: FailureHandling) -> tuple[list[PodInfo], float | None]:
     """The retrying pods whose backoff has passed (to delete now), and the seconds until the next one is due."""
     due: list[PodInfo] = []
     wait: float | None = None
     for pod in pods:
         if pod.deleting:
             continue  # deleted already: the node is re-run once the pod is gone
-        left = failed_at(pod) + backoff_seconds(attempt_of(pod)) - now
+        left = failed_at(pod) + handling.delay(pod) - now
         if left <= 0:
             due.append(pod)
         else:
             wait = left if wait is None else min(wait, left)
     return due, wait
+
+
+def rule_failure(pods: Iterable[PodInfo], handling: FailureHandling) -> tuple[bool, str, str]:
+    """(True, condition message, reason) when a failed pod matches a FailJob rule (the first by node), else no."""
+    for pod in sorted(pods, key=lambda p: p.node):
+        matched = handling.rule_of(pod)
+        if matched is not None:
+            code = next((e.exit_code for e in pod.exits if e.exit_code != 0), None)
+            detail = f"exit code {code}" if code is not None else "its conditions"
+            return True, (f"Pod {pod.name} on node {pod.node} failed with {detail}, matching "
+                          f"podFailurePolicy.rules[{matched[0]}] (FailJob)"), RULE_REASON
+    return False, "", ""

@@ -7,6 +7,10 @@ from typing import Any
 
 from airflow_broadcast.specs.api_types import object_meta
 from airflow_broadcast.specs.broadcast_job.node_selection import node_selection_manifest, parse_node_selection
+from airflow_broadcast.specs.broadcast_job.pod_failure_policy import (
+    parse_pod_failure_policy,
+    pod_failure_policy_manifest,
+)
 from airflow_broadcast.specs.broadcast_job.spec import (
     API_VERSION,
     COMPLETION_ALWAYS,
@@ -64,6 +68,7 @@ def parse_broadcast_job(
         ),
         paused=spec.get("paused") is True,
         node_selection=parse_node_selection(spec),
+        pod_failure_rules=parse_pod_failure_policy(spec),
     )
 
 
@@ -91,4 +96,5 @@ def to_manifest(spec: BroadcastJobSpec) -> dict[str, Any]:
     if spec.paused:
         body["paused"] = True
     body.update(node_selection_manifest(spec.node_selection))
+    body.update(pod_failure_policy_manifest(spec.pod_failure_rules))
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": body}

@@ -12,6 +12,7 @@ from typing import Any
 
 from airflow_broadcast.specs.api_types import MAX_INT32
 from airflow_broadcast.specs.broadcast_job.node_selection import NodeSelection
+from airflow_broadcast.specs.broadcast_job.pod_failure_policy import FailureRule
 from airflow_broadcast.specs.int_or_percent import scaled_value
 
 GROUP = "apps.kruise.io"
@@ -90,3 +91,4 @@ class BroadcastJobSpec:
     failure_policy: FailurePolicy = field(default_factory=FailurePolicy)
     paused: bool = False
     node_selection: NodeSelection = field(default_factory=NodeSelection)
+    pod_failure_rules: tuple[FailureRule, ...] = ()

@@ -14,6 +14,7 @@ from typing import Any
 from airflow_broadcast.specs.api_types import MAX_INT32, MAX_INT64
 from airflow_broadcast.specs.broadcast_job.node_selection import FIELDS as SELECTION_FIELDS
 from airflow_broadcast.specs.broadcast_job.node_selection import validate_node_selection
+from airflow_broadcast.specs.broadcast_job.pod_failure_policy import validate_pod_failure_policy
 from airflow_broadcast.specs.broadcast_job.spec import (
     ALLOWED_RESTART_POLICIES,
     API_VERSIONS,
@@ -44,7 +45,7 @@ from airflow_broadcast.specs.name_rules import (
 from airflow_broadcast.specs.pod_template import validate_pod_template
 
 BROADCAST_JOB_FIELDS = {**TYPE_META, "spec": {
-    **known_fields("parallelism", "paused", *SELECTION_FIELDS),  # the node selection: ours (N15)
+    **known_fields("parallelism", "paused", *SELECTION_FIELDS, "podFailurePolicy"),  # ours: N15, F16
     "template": POD_TEMPLATE,
     "completionPolicy": known_fields("type", "activeDeadlineSeconds", "ttlSecondsAfterFinished"),
     # maxFailedNodes and backoffLimitPerNode are ours (F17, F15)
@@ -191,6 +192,7 @@ def _validate_extended_spec(spec: Mapping[str, Any]) -> list[FieldError]:
             errors.extend(_check_range(path, value, low, high))
     check_bool(spec.get("paused"), "spec.paused", errors)
     errors.extend(validate_node_selection(spec))
+    errors.extend(validate_pod_failure_policy(spec))
     pod_spec = mapping_or_empty(mapping_or_empty(spec.get("template")).get("spec"))
     if pod_spec.get("nodeName"):
         errors.append(forbidden("spec.template.spec.nodeName", (

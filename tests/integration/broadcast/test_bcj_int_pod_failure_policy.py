@@ -1,0 +1,51 @@
+"""`spec.podFailurePolicy` (checklist H: F16), on the real cluster: a FailJob exit code, an ignored one."""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from bcj_cluster import KIND, bcj, condition
+
+from airflow_broadcast.reconcilers.broadcast_job.retries import RULE_REASON
+
+pytestmark = pytest.mark.cluster
+
+SIM = "sim.airflow-broadcast.io"
+
+
+def test_F16_an_exit_code_rule_fails_a_continue_job_at_once(engine: Any, node_factory: Any, namespace: str) -> None:
+    nodes = sorted(node_factory(3, labels={"pool": namespace}))
+    manifest = bcj("ruled", namespace, result=None, fail_nodes=[nodes[1]], annotations={f"{SIM}/exit-code": "42"},
+                   failurePolicy={"type": "Continue"},
+                   podFailurePolicy={"rules": [{"action": "FailJob",
+                                                "onExitCodes": {"operator": "In", "values": [42]}}]})
+
+    outcome = engine.drive(engine.submit(manifest), KIND, timeout=60)
+
+    assert outcome.reason == "finished"
+    status = engine.status(KIND, "ruled")
+    assert (status["phase"], status["failureReason"]) == ("failed", RULE_REASON)
+    assert condition(status, "Failed")["message"].endswith(
+        f"on node {nodes[1]} failed with exit code 42, matching podFailurePolicy.rules[0] (FailJob)")
+
+
+def test_F16_an_ignored_exit_code_runs_the_node_again_without_counting(
+        engine: Any, node_factory: Any, namespace: str) -> None:
+    node_factory(2, labels={"pool": namespace})
+    until = datetime.fromtimestamp(math.ceil(time.time() + 3), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    manifest = bcj("ignored", namespace, after="1s", annotations={f"{SIM}/fail-until": until,
+                                                                  f"{SIM}/exit-code": "137"},
+                   podFailurePolicy={"rules": [{"action": "Ignore",
+                                                "onExitCodes": {"operator": "In", "values": [137]}}]})
+
+    outcome = engine.drive(engine.submit(manifest), KIND, timeout=60)
+
+    assert outcome.reason == "finished"
+    status = engine.status(KIND, "ignored")
+    assert (status["phase"], status["succeeded"], status["failed"]) == ("completed", 2, 0)
+    attempts = [n["attempt"] for n in status["nodes"].values()]
+    assert len(attempts) == 2 and min(attempts) >= 2, "every pod created before the time failed, and was re-run"
