@@ -80,7 +80,7 @@ def provider_only_fields(kind: KindName, manifest: Mapping[str, Any]) -> list[st
     if kind != "BroadcastJob":
         return []
     spec = manifest.get("spec") or {}
-    fields = [f"spec.{key}" for key in ("nodeNames", "excludeNodeNames", "nodeSelector", "podFailurePolicy")
+    fields = [f"spec.{key}" for key in ("nodeNames", "excludeNodeNames", "nodeSelector", "podFailurePolicy", "waves")
               if spec.get(key) is not None]
     failure = spec_section(manifest, "failurePolicy")
     fields += [f"spec.failurePolicy.{key}" for key in ("maxFailedNodes", "backoffLimitPerNode")

@@ -1,4 +1,4 @@
-"""A BroadcastJob's terminal state: whether it finished, its finishing condition, and its TTL expiry."""
+"""A BroadcastJob's terminal state: whether it finished, its finishing condition, its deadline and TTL expiry."""
 
 from __future__ import annotations
 
@@ -34,3 +34,16 @@ def finish_condition(kind: str, message: str, now: float) -> dict[str, Any]:
     stamp = to_rfc3339(now)
     return {"type": kind, "status": "True", "reason": kind, "message": message,
             "lastProbeTime": stamp, "lastTransitionTime": stamp}
+
+
+def deadline_left(spec: BroadcastJobSpec, status: Mapping[str, Any], now: float, *, first_pass: bool) -> float | None:
+    """Seconds until the active deadline (D1/D2), or None when there is none (D5).
+
+    The first pass measures from `now` itself, as upstream's in-memory startTime does, so
+    its timer is exactly ADS (D9); later passes use the persisted (whole-second) startTime.
+    """
+    ads = spec.completion_policy.active_deadline_seconds
+    started = now if first_pass else from_rfc3339(status.get("startTime"))
+    if ads is None or started is None or spec.completion_policy.type == "Never":
+        return None
+    return started + ads - now

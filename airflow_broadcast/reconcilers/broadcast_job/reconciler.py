@@ -11,19 +11,25 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_broadcast.reconcilers.broadcast_job import node_table as nt
-from airflow_broadcast.reconcilers.broadcast_job.job_status import finish_condition, job_finished, ttl_expiry
+from airflow_broadcast.reconcilers.broadcast_job.job_status import (
+    deadline_left,
+    finish_condition,
+    job_finished,
+    ttl_expiry,
+)
 from airflow_broadcast.reconcilers.broadcast_job.ledger import INLINE_SOURCE
 from airflow_broadcast.reconcilers.broadcast_job.ledger_cache import keep_ledger, take_ledger
 from airflow_broadcast.reconcilers.broadcast_job.options import BroadcastOptions
 from airflow_broadcast.reconcilers.broadcast_job.pods import build_pod, is_owned
 from airflow_broadcast.reconcilers.broadcast_job.retries import RETRY_REASON, due_retries, rule_failure
+from airflow_broadcast.reconcilers.broadcast_job.wave_gate import wave_room
 from airflow_broadcast.reconcilers.expiry import expiry_change
 from airflow_broadcast.reconcilers.observed import JobRecord, NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan, earliest
 from airflow_broadcast.specs.broadcast_job.spec import BroadcastJobSpec
 from airflow_broadcast.specs.field_errors import invalid
 from airflow_broadcast.specs.int_or_percent import scaled_value, validate_int_or_percent
-from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
+from airflow_broadcast.specs.timestamps import to_rfc3339
 
 PAUSED_BY_POLICY = "airflow-broadcast.io/paused-by-failure-policy"
 FAILFAST_MESSAGE = "failure policy is FailurePolicyTypeFailFast and failed pod is found"
@@ -64,16 +70,7 @@ class _Pass:
         return f": {self.status['succeeded']} pods succeeded, {self.status['failed']} pods failed"
 
     def _deadline_left(self) -> float | None:
-        """Seconds until the active deadline (D1/D2), or None when there is none (D5).
-
-        The first pass measures from `now` itself, as upstream's in-memory startTime does, so
-        its timer is exactly ADS (D9); later passes use the persisted (whole-second) startTime.
-        """
-        ads = self.spec.completion_policy.active_deadline_seconds
-        started = self.now if self.first_pass else from_rfc3339(self.status.get("startTime"))
-        if ads is None or started is None or self.spec.completion_policy.type == "Never":
-            return None
-        return started + ads - self.now
+        return deadline_left(self.spec, self.status, self.now, first_pass=self.first_pass)
 
     def _delete(self, pods: Sequence[PodInfo], reason: str) -> int:
         for pod in pods:
@@ -233,7 +230,9 @@ class _Pass:
         if active > parallelism:
             self._event("Warning", "TooManyActivePods", "Number of active pods exceed parallelism limit")
             return None
-        diff = min(parallelism - active, len(rest))
+        diff, wait = wave_room(self.spec.waves, self.status, min(parallelism - active, len(rest)),
+                               self.ledger.terminal, self.now)  # R16
+        self.requeue = earliest(self.requeue, wait)
         previous = self.stored
         for node in rest[:diff]:
             # P12: a node that had a pod before (deleted by hand or by GC) is re-run as the next attempt.

@@ -22,6 +22,7 @@ from airflow_broadcast.specs.broadcast_job.spec import (
     FailurePolicy,
 )
 from airflow_broadcast.specs.broadcast_job.validation import validate_broadcast_job
+from airflow_broadcast.specs.broadcast_job.waves import parse_waves, waves_manifest
 from airflow_broadcast.specs.field_errors import InvalidSpecError
 from airflow_broadcast.specs.json_fields import mapping_or_empty
 from airflow_broadcast.specs.manifest_text import parse_manifest
@@ -69,6 +70,7 @@ def parse_broadcast_job(
         paused=spec.get("paused") is True,
         node_selection=parse_node_selection(spec),
         pod_failure_rules=parse_pod_failure_policy(spec),
+        waves=parse_waves(spec),
     )
 
 
@@ -97,4 +99,5 @@ def to_manifest(spec: BroadcastJobSpec) -> dict[str, Any]:
         body["paused"] = True
     body.update(node_selection_manifest(spec.node_selection))
     body.update(pod_failure_policy_manifest(spec.pod_failure_rules))
+    body.update(waves_manifest(spec.waves))
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": body}

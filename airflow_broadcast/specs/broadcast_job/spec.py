@@ -13,6 +13,7 @@ from typing import Any
 from airflow_broadcast.specs.api_types import MAX_INT32
 from airflow_broadcast.specs.broadcast_job.node_selection import NodeSelection
 from airflow_broadcast.specs.broadcast_job.pod_failure_policy import FailureRule
+from airflow_broadcast.specs.broadcast_job.waves import Waves
 from airflow_broadcast.specs.int_or_percent import scaled_value
 
 GROUP = "apps.kruise.io"
@@ -92,3 +93,4 @@ class BroadcastJobSpec:
     paused: bool = False
     node_selection: NodeSelection = field(default_factory=NodeSelection)
     pod_failure_rules: tuple[FailureRule, ...] = ()
+    waves: Waves | None = None

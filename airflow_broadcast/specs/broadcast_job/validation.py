@@ -29,6 +29,7 @@ from airflow_broadcast.specs.broadcast_job.spec import (
     NAME_MSG,
     RESERVED_LABELS,
 )
+from airflow_broadcast.specs.broadcast_job.waves import validate_waves
 from airflow_broadcast.specs.field_errors import FieldError, forbidden, invalid, not_supported, required
 from airflow_broadcast.specs.field_schema import POD_TEMPLATE, TYPE_META, check_fields, known_fields
 from airflow_broadcast.specs.int_or_percent import validate_int_or_percent
@@ -45,7 +46,7 @@ from airflow_broadcast.specs.name_rules import (
 from airflow_broadcast.specs.pod_template import validate_pod_template
 
 BROADCAST_JOB_FIELDS = {**TYPE_META, "spec": {
-    **known_fields("parallelism", "paused", *SELECTION_FIELDS, "podFailurePolicy"),  # ours: N15, F16
+    **known_fields("parallelism", "paused", *SELECTION_FIELDS, "podFailurePolicy", "waves"),  # ours: N15, F16, R16
     "template": POD_TEMPLATE,
     "completionPolicy": known_fields("type", "activeDeadlineSeconds", "ttlSecondsAfterFinished"),
     # maxFailedNodes and backoffLimitPerNode are ours (F17, F15)
@@ -193,6 +194,7 @@ def _validate_extended_spec(spec: Mapping[str, Any]) -> list[FieldError]:
     check_bool(spec.get("paused"), "spec.paused", errors)
     errors.extend(validate_node_selection(spec))
     errors.extend(validate_pod_failure_policy(spec))
+    errors.extend(validate_waves(spec))
     pod_spec = mapping_or_empty(mapping_or_empty(spec.get("template")).get("spec"))
     if pod_spec.get("nodeName"):
         errors.append(forbidden("spec.template.spec.nodeName", (
