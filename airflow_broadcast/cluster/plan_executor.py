@@ -135,6 +135,8 @@ class PlanExecutor:
                     events.append(JobEvent("Warning", "FailedDeletePodGroup", f"Error deleting: {exc.describe()}"))
                     return
                 result.deleted += 1
+                if child.done_event is not None:
+                    events.append(child.done_event)
                 if child.kind == "Pod":
                     self._remember_deleting(answer)
                     job_metrics.count(job_metrics.DELETED_PODS, self.kind, self.namespace)

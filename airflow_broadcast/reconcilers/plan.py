@@ -45,6 +45,7 @@ class DeleteChild:
     uid: str = ""
     reason: str = ""
     api_version: str = "v1"
+    done_event: JobEvent | None = None  # recorded once the delete is done (a repeated delete records nothing)
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ class BroadcastJobStatus(TypedDict, total=False):
     succeeded: int
     failed: int
     retrying: int
+    waveEndedAt: str
     startTime: str
     completionTime: str
     conditions: list[Condition]

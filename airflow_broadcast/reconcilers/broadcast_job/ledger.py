@@ -46,7 +46,7 @@ class NodeLedger:
         self._sources: dict[int, Mapping[str, Any]] = {}
         self.stored: dict[str, Any] = {}
         self.rows: dict[str, Row] = {}
-        self.desired = self.done = self.incomplete = self.terminal = 0
+        self.desired = self.done = self.incomplete = self.terminal = self.reruns = 0
         self.rest: list[str] = []
         self.entries: list[str] = []
         self.failed: set[str] = set()
@@ -185,6 +185,7 @@ class NodeLedger:
         self.done += sign if row.done else 0
         if row.rest:
             insort(self.rest, name) if sign > 0 else _sorted_remove(self.rest, name)
+            self.reruns += sign if row.phase in nt.TERMINAL else 0  # a node whose pod went, to run again
         if row.entry is not None:
             insort(self.entries, name) if sign > 0 else _sorted_remove(self.entries, name)
             self.terminal += sign if row.phase in nt.TERMINAL else 0
@@ -209,8 +210,10 @@ class NodeLedger:
         """The status counts (S3-S6); `retrying` (F15) only while some node waits for its next attempt."""
         counts = {"active": self.counts["active"], "failed": self.counts["failed"],
                   "succeeded": self.counts["succeeded"] + self.done, "desired": self.desired}
-        if self.counts["retrying"]:
-            counts["retrying"] = self.counts["retrying"]
+        if self.counts["retrying"] + self.reruns:  # a node whose pod went and that runs again waits too
+            counts["retrying"] = self.counts["retrying"] + self.reruns
+        else:
+            counts["retrying"] = 0
         return counts
 
     def owned_pods(self, pods: Sequence[PodInfo], bucket: str) -> list[PodInfo]:
@@ -270,5 +273,5 @@ def _sorted_remove(names: list[str], name: str) -> None:
 
 
 def _failed(row: Row) -> bool:
-    """The node's result is a failure that stands (F15: a node that runs again has not failed yet)."""
-    return row.phase == "Failed" and not row.retrying
+    """The node's result is a failure that stands (F15: a node that runs again, or is about to, has not failed yet)."""
+    return row.phase == "Failed" and not row.retrying and not row.rest

@@ -21,8 +21,8 @@ from airflow_broadcast.reconcilers.broadcast_job.ledger import INLINE_SOURCE
 from airflow_broadcast.reconcilers.broadcast_job.ledger_cache import keep_ledger, take_ledger
 from airflow_broadcast.reconcilers.broadcast_job.options import BroadcastOptions
 from airflow_broadcast.reconcilers.broadcast_job.pods import build_pod, is_owned
-from airflow_broadcast.reconcilers.broadcast_job.retries import RETRY_REASON, due_retries, rule_failure
-from airflow_broadcast.reconcilers.broadcast_job.wave_gate import wave_room
+from airflow_broadcast.reconcilers.broadcast_job.retries import retry_deletes, rule_failure
+from airflow_broadcast.reconcilers.broadcast_job.wave_gate import WAVE_ENDED_AT, wave_room
 from airflow_broadcast.reconcilers.expiry import expiry_change
 from airflow_broadcast.reconcilers.observed import JobRecord, NodeInfo, PodInfo
 from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent, Plan, earliest
@@ -81,6 +81,7 @@ class _Pass:
         stamp = to_rfc3339(self.now)
         self.status["conditions"] = [*self.status.get("conditions", []), finish_condition(kind, message, self.now)]
         self.status["failed"] += self.status.pop("retrying", 0)  # F15: no attempt follows a finished job
+        self.status.pop(WAVE_ENDED_AT, None)
         self.status["completionTime"] = stamp
         self.finished = True
         # finishJob replaces any pending timer; the TTL needs none: its expiry goes on the record (T2/T3).
@@ -116,8 +117,6 @@ class _Pass:
         ledger.advance(self.nodes, self.all_pods, self._sources())
         # L12: a node whose recorded result is Succeeded is done without a pod (`done`), unless kruise_compat.
         self.status.update(ledger.status_counts())
-        if not ledger.counts["retrying"]:
-            self.status.pop("retrying", None)
         self.status.pop("ineligibleNodesTotal", None)
         self.status.update(ledger.capped_ineligible())
         self.events.extend(ledger.events())
@@ -147,10 +146,11 @@ class _Pass:
         if self.spec.paused and phase in ("running", "paused"):  # RC14
             self.status["phase"] = "paused"
             return self._plan()
-        failed, rules = self.status["failed"], self.spec.failure_policy  # F17: the budget counts failed nodes
-        over_budget = failed > 0 and not rules.tolerates(len(self.ledger.failed), self.status["desired"])
+        failed, policy, rules = self.status["failed"], self.spec.failure_policy, self.ledger.rules.failures
+        over_budget = failed > 0 and not policy.tolerates(len(self.ledger.failed), self.status["desired"])  # F17
+        job_failed, message, reason = rule_failure(self.ledger.fail_job.values(), rules)  # F16, even past a pause
         if paused_by_policy and not self.options.kruise_compat:  # F10: a policy pause ends as F11 says, budget or not
-            if failed > 0 and rules.type == "Pause":
+            if failed > 0 and policy.type == "Pause" and not job_failed:
                 self.status["phase"] = "paused"  # F10 fixed: stay paused, no event flapping
                 return self._plan()
             self.annotations[PAUSED_BY_POLICY] = None
@@ -158,16 +158,14 @@ class _Pass:
             self.status["phase"] = "running"
             self._event("Normal", "Continue", "continue to process job")
 
-        job_failed, message, reason = rule_failure(self.ledger.fail_job.values(), self.ledger.rules.failures)  # F16
         if over_budget and not job_failed:  # RC16 (upstream: any failed pod; F17 lets maxFailedNodes of them pass)
-            policy = self.spec.failure_policy.type
-            if policy == "Pause":
+            if policy.type == "Pause":
                 self._event("Warning", "Paused", "job is paused, due to failed pod")
                 self.status["phase"] = "paused"
                 if not self.options.kruise_compat:
                     self.annotations[PAUSED_BY_POLICY] = "true"
                 return self._plan()
-            if policy == "FailFast":
+            if policy.type == "FailFast":
                 job_failed, message, reason = True, FAILFAST_MESSAGE, FAILFAST_REASON
                 if self.options.kruise_compat:
                     self._event("Warning", reason, message + self._counts_suffix())
@@ -192,8 +190,9 @@ class _Pass:
             deleted = self._delete([misfits[n] for n in sorted(misfits)], "NodeNoLongerEligible")
             self.status["failed"] += deleted
             self.status["active"] -= deleted
-        if self.ledger.retrying:
-            self._retry_nodes()
+        if self.ledger.retrying:  # F15/F16: delete each retrying pod whose backoff has passed
+            deletes, wait = retry_deletes(self.ledger.retrying.values(), self.now, rules, self.ledger.misfits)
+            self.deletes, self.requeue = [*self.deletes, *deletes], earliest(self.requeue, wait)
         if self.options.cleanup_succeeded_pods and not self.options.kruise_compat:
             self._cleanup_succeeded()
         create_limit = None
@@ -206,15 +205,6 @@ class _Pass:
             self._event("Normal", "JobComplete", f"Job {self.record.namespace}/{self.spec.name} is completed, "
                                                  f"{succeeded} pods succeeded, {failed_n} pods failed")
         return self._plan(create_limit)
-
-    def _retry_nodes(self) -> None:
-        """F15: delete each retrying pod whose backoff has passed, so that its node runs the next attempt."""
-        due, wait = due_retries(self.ledger.retrying.values(), self.now, self.ledger.rules.failures)
-        for pod in sorted(due, key=lambda p: p.node):
-            self._event("Normal", RETRY_REASON, f"Pod {pod.name} on node {pod.node} failed; the node runs again")
-            self._delete([pod], RETRY_REASON)
-        if wait is not None:
-            self.requeue = earliest(self.requeue, wait)
 
     def _plan_creates(self, rest: list[str]) -> int | None:
         """reconcilePods (§3.9): up to parallelism - active new pods, in slow-start batches."""
@@ -230,8 +220,9 @@ class _Pass:
         if active > parallelism:
             self._event("Warning", "TooManyActivePods", "Number of active pods exceed parallelism limit")
             return None
-        diff, wait = wave_room(self.spec.waves, self.status, min(parallelism - active, len(rest)),
-                               self.ledger.terminal, self.now)  # R16
+        busy = self.ledger.incomplete - len(rest)  # R16: pods running (or to re-run) on nodes that exist
+        diff, wait = wave_room(self.spec.waves, self.status, min(parallelism - active, len(rest)), busy,
+                               self.ledger.terminal, self.now)
         self.requeue = earliest(self.requeue, wait)
         previous = self.stored
         for node in rest[:diff]:
@@ -271,6 +262,8 @@ class _Pass:
                 for index, entries in ledger.open_book(parts).writes(ledger.rows, done=done).items()}
 
     def _plan(self, create_limit: int | None = None) -> Plan:
+        waiting = 0 if self.finished else self.ledger.counts["retrying"] + self.ledger.reruns  # after the creates
+        self.status.update(retrying=waiting) if waiting else self.status.pop("retrying", None)
         record_parts = self._store_table()
         changed = self.status != dict(self.record.status)
         return Plan(

@@ -11,11 +11,12 @@ it with no retry, `FailJob` fails the job, `Count` leaves it to the above.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from airflow_broadcast.reconcilers.broadcast_job.pods import attempt_of
 from airflow_broadcast.reconcilers.observed import PodInfo
+from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent
 from airflow_broadcast.specs.broadcast_job.pod_failure_policy import FailureRule
 
 BACKOFF_BASE_SECONDS = 10.0
@@ -31,11 +32,11 @@ class FailureHandling:
     backoff_limit: int = 0
     rules: tuple[FailureRule, ...] = ()
 
-    def rule_of(self, pod: PodInfo) -> tuple[int, FailureRule] | None:
-        """The first rule that matches a failed pod, with its index."""
+    def rule_of(self, pod: PodInfo) -> tuple[int, FailureRule, str] | None:
+        """The first rule that matches a failed pod: its index, the rule, and what matched."""
         for index, rule in enumerate(self.rules):
-            if _matches(rule, pod):
-                return index, rule
+            if (matched := _match(rule, pod)) is not None:
+                return index, rule, matched
         return None
 
     def action(self, pod: PodInfo) -> str:
@@ -56,14 +57,14 @@ class FailureHandling:
         return 0.0 if self.action(pod) == "Ignore" else backoff_seconds(attempt_of(pod))
 
 
-def _matches(rule: FailureRule, pod: PodInfo) -> bool:
-    """As the Job controller: any listed condition the pod has, or any exit code (0 excluded) the operator admits."""
+def _match(rule: FailureRule, pod: PodInfo) -> str | None:
+    """As the Job controller: a listed condition the pod has, or an exit code (0 excluded) the operator admits."""
     if rule.conditions:
-        return any(condition in pod.conditions for condition in rule.conditions)
+        hit = next((c for c in rule.conditions if c in pod.conditions), None)
+        return None if hit is None else f"condition {hit[0]}={hit[1]}"
     codes = [e.exit_code for e in pod.exits if e.exit_code != 0 and rule.container in (None, e.container)]
-    if rule.operator == "In":
-        return any(code in rule.values for code in codes)
-    return any(code not in rule.values for code in codes)
+    code = next((c for c in codes if (c in rule.values) == (rule.operator == "In")), None)
+    return None if code is None else f"exit code {code}"
 
 
 def backoff_seconds(attempt: int) -> float:
@@ -92,13 +93,20 @@ def due_retries(pods: Iterable[PodInfo], now: float,
     return due, wait
 
 
+def retry_deletes(pods: Iterable[PodInfo], now: float, handling: FailureHandling,
+                  misfits: Mapping[str, PodInfo]) -> tuple[list[DeleteChild], float | None]:
+    """The deletes that re-run nodes now (not a pod whose node no longer fits: that one goes as a misfit)."""
+    due, wait = due_retries(pods, now, handling)
+    return [DeleteChild("Pod", pod.name, pod.uid, RETRY_REASON, done_event=JobEvent(
+        "Normal", RETRY_REASON, f"Pod {pod.name} on node {pod.node} failed; the node runs again"))
+        for pod in sorted(due, key=lambda p: p.node) if misfits.get(pod.node) is not pod], wait
+
+
 def rule_failure(pods: Iterable[PodInfo], handling: FailureHandling) -> tuple[bool, str, str]:
     """(True, condition message, reason) when a failed pod matches a FailJob rule (the first by node), else no."""
     for pod in sorted(pods, key=lambda p: p.node):
         matched = handling.rule_of(pod)
         if matched is not None:
-            code = next((e.exit_code for e in pod.exits if e.exit_code != 0), None)
-            detail = f"exit code {code}" if code is not None else "its conditions"
-            return True, (f"Pod {pod.name} on node {pod.node} failed with {detail}, matching "
+            return True, (f"Pod {pod.name} on node {pod.node} failed with {matched[2]}, matching "
                           f"podFailurePolicy.rules[{matched[0]}] (FailJob)"), RULE_REASON
     return False, "", ""

@@ -15,12 +15,16 @@ from airflow_broadcast.specs.timestamps import from_rfc3339, to_rfc3339
 WAVE_ENDED_AT = "waveEndedAt"
 
 
-def wave_room(waves: Waves | None, status: dict[str, Any], room: int, finished: int,
+def wave_room(waves: Waves | None, status: dict[str, Any], room: int, busy: int, finished: int,
               now: float) -> tuple[int, float | None]:
-    """(pods this pass may start, seconds until a pass must look again); `status` gets the soak stamp."""
+    """(pods this pass may start, seconds until a pass must look again); `status` gets the soak stamp.
+
+    `busy` counts the nodes of the cluster whose pod has not finished (or waits for a retry); a pod on
+    a node that left is not waited for, so a wave never hangs on a node that is gone.
+    """
     if waves is None or room <= 0:
         return room, None
-    if int(status.get("active", 0)) or int(status.get("retrying", 0)):
+    if busy > 0:
         return 0, None  # the wave still runs: its pods' changes wake the next pass
     ended = from_rfc3339(status.get(WAVE_ENDED_AT))
     if ended is None and finished and waves.soak_seconds:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_broadcast.specs.field_errors import FieldError, duplicate, invalid, not_supported, required
+from airflow_broadcast.specs.field_schema import KNOWN, ListOf
 from airflow_broadcast.specs.name_rules import is_qualified_name
 
 ACTIONS = ("Count", "FailJob", "FailNode", "Ignore")
@@ -78,15 +79,19 @@ def validate_pod_failure_policy(spec: Mapping[str, Any]) -> list[FieldError]:
         return [invalid(f"{path}.rules", f"{len(rules)} rules", f"must have at most {MAX_RULES} elements")]
     names = _container_names(spec)
     errors: list[FieldError] = []
+    restart = ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy")
+    if restart not in (None, "", "Never"):  # as the Job's: an OnFailure pod restarts in place, it never fails
+        errors.append(invalid("spec.template.spec.restartPolicy", restart,
+                              'only "Never" is supported when spec.podFailurePolicy is set'))
     for i, rule in enumerate(rules):
         errors.extend(_validate_rule(rule, f"{path}.rules[{i}]", names))
     return errors
 
 
 def _container_names(spec: Mapping[str, Any]) -> set[str]:
+    """The template's containers (an init container's exit is not observed, so no rule could match it)."""
     pod = (spec.get("template") or {}).get("spec") or {}
-    containers = [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]
-    return {str(c.get("name")) for c in containers if isinstance(c, Mapping)}
+    return {str(c.get("name")) for c in pod.get("containers") or [] if isinstance(c, Mapping)}
 
 
 def _validate_rule(rule: Any, path: str, names: set[str]) -> list[FieldError]:
@@ -120,7 +125,7 @@ def _validate_exit_codes(codes: Any, path: str, names: set[str]) -> list[FieldEr
         errors.append(not_supported(f"{path}.operator", operator, OPERATORS))
     if container is not None and container not in names:
         errors.append(invalid(f"{path}.containerName", container,
-                              "must be one of the container or initContainer names in the pod template"))
+                              "must be one of the container names in the pod template"))
     if values is None or values == []:
         return [*errors, required(f"{path}.values")]
     if not isinstance(values, list):
@@ -161,3 +166,11 @@ def _validate_conditions(conditions: Any, path: str) -> list[FieldError]:
         if status not in CONDITION_STATUSES:
             errors.append(not_supported(f"{item}.status", status, CONDITION_STATUSES))
     return errors
+
+
+POD_FAILURE_POLICY_FIELDS: dict[str, Any] = {"rules": ListOf({
+    "action": KNOWN,
+    "onExitCodes": {"containerName": KNOWN, "operator": KNOWN, "values": KNOWN},
+    "onPodConditions": ListOf({"type": KNOWN, "status": KNOWN}),
+})}
+"""Its fields, so that a misspelt one is warned of as the API server would."""

@@ -14,7 +14,10 @@ from typing import Any
 from airflow_broadcast.specs.api_types import MAX_INT32, MAX_INT64
 from airflow_broadcast.specs.broadcast_job.node_selection import FIELDS as SELECTION_FIELDS
 from airflow_broadcast.specs.broadcast_job.node_selection import validate_node_selection
-from airflow_broadcast.specs.broadcast_job.pod_failure_policy import validate_pod_failure_policy
+from airflow_broadcast.specs.broadcast_job.pod_failure_policy import (
+    POD_FAILURE_POLICY_FIELDS,
+    validate_pod_failure_policy,
+)
 from airflow_broadcast.specs.broadcast_job.spec import (
     ALLOWED_RESTART_POLICIES,
     API_VERSIONS,
@@ -29,7 +32,7 @@ from airflow_broadcast.specs.broadcast_job.spec import (
     NAME_MSG,
     RESERVED_LABELS,
 )
-from airflow_broadcast.specs.broadcast_job.waves import validate_waves
+from airflow_broadcast.specs.broadcast_job.waves import WAVES_FIELDS, validate_waves
 from airflow_broadcast.specs.field_errors import FieldError, forbidden, invalid, not_supported, required
 from airflow_broadcast.specs.field_schema import POD_TEMPLATE, TYPE_META, check_fields, known_fields
 from airflow_broadcast.specs.int_or_percent import validate_int_or_percent
@@ -46,7 +49,9 @@ from airflow_broadcast.specs.name_rules import (
 from airflow_broadcast.specs.pod_template import validate_pod_template
 
 BROADCAST_JOB_FIELDS = {**TYPE_META, "spec": {
-    **known_fields("parallelism", "paused", *SELECTION_FIELDS, "podFailurePolicy", "waves"),  # ours: N15, F16, R16
+    **known_fields("parallelism", "paused", *SELECTION_FIELDS),  # the node selection is ours (N15)
+    "podFailurePolicy": POD_FAILURE_POLICY_FIELDS,  # ours (F16)
+    "waves": WAVES_FIELDS,  # ours (R16)
     "template": POD_TEMPLATE,
     "completionPolicy": known_fields("type", "activeDeadlineSeconds", "ttlSecondsAfterFinished"),
     # maxFailedNodes and backoffLimitPerNode are ours (F17, F15)

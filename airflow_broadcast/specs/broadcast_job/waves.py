@@ -15,6 +15,7 @@ from typing import Any
 
 from airflow_broadcast.specs.api_types import MAX_INT32
 from airflow_broadcast.specs.field_errors import FieldError, invalid, required
+from airflow_broadcast.specs.field_schema import KNOWN
 from airflow_broadcast.specs.int_or_percent import scaled_value, validate_int_or_percent
 
 
@@ -64,3 +65,6 @@ def validate_waves(spec: Mapping[str, Any]) -> list[FieldError]:
     if soak is not None and (isinstance(soak, bool) or not isinstance(soak, int) or not 0 <= soak <= MAX_INT32):
         errors.append(invalid("spec.waves.soakSeconds", soak, f"must be an integer between 0 and {MAX_INT32}"))
     return errors
+
+
+WAVES_FIELDS: dict[str, Any] = {"size": KNOWN, "soakSeconds": KNOWN}

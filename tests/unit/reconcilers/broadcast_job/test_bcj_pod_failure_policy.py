@@ -67,7 +67,7 @@ def test_F16_an_ignored_failure_runs_the_node_again_at_once_and_is_not_counted()
     fail(cluster, "node-00", 137, conditions=(("DisruptionTarget", "True"), ("Ready", "False")))
     plan = cluster.step()
     assert cluster.status["phase"] == "running" and cluster.status["failed"] == 0
-    assert [d.reason for d in plan.deletes] == [RETRY_REASON] and events_of(plan, RETRY_REASON)
+    assert [d.reason for d in plan.deletes] == [RETRY_REASON] and plan.deletes[0].done_event is not None
     cluster.step()
     assert attempt_of(cluster.pod_on("node-00")) == 2
     fail(cluster, "node-00", 137, conditions=(("DisruptionTarget", "False"),))  # not the pattern: counted
@@ -117,3 +117,29 @@ def test_F16_the_policy_is_validated_with_field_paths_and_stored() -> None:
     ]
     assert "must not be 0 for the In operator" in str(refused.value)
     assert "specifying one of onExitCodes and onPodConditions is required" in str(refused.value)
+
+
+def test_F16_failjob_acts_under_the_pause_policy_and_names_what_matched() -> None:
+    cluster = running(with_rules(exit_rule("FailJob", "In", 127, container="main"), failure="Pause"))
+    fail(cluster, "node-00", 1)  # counted: the Pause policy pauses
+    cluster.step()
+    assert cluster.status["phase"] == "paused"
+    ended = (ContainerExit("sidecar", 1, "Error"), ContainerExit("main", 127, "Error"))
+    cluster.set_phase("Failed", ["node-01"], exits=ended)
+    pod = cluster.pod_on("node-01").name
+    cluster.step()
+    assert cluster.status["phase"] == "failed"
+    assert cluster.status["conditions"][-1]["message"] == (
+        f"Pod {pod} on node node-01 failed with exit code 127, matching podFailurePolicy.rules[0] (FailJob)")
+
+
+def test_F16_needs_restart_policy_never_and_a_container_of_the_template() -> None:
+    with pytest.raises(InvalidSpecError) as refused:
+        parse_broadcast_job(with_rules(exit_rule("Count", "In", 1, container="init"), restart_policy="OnFailure",
+                                       pod_spec={"initContainers": [{"name": "init", "image": "busybox"}]}))
+    assert [e.path for e in refused.value.errors] == [
+        "spec.template.spec.restartPolicy", "spec.podFailurePolicy.rules[0].onExitCodes.containerName"]
+    warnings: list[str] = []
+    parse_broadcast_job(with_rules({"action": "Ignore", "onPodConditions": [{"type": "X", "stauts": "False"}]}),
+                        warnings=warnings)
+    assert warnings == ['unknown field "spec.podFailurePolicy.rules[0].onPodConditions[0].stauts"']

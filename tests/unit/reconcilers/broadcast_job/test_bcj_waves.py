@@ -69,3 +69,29 @@ def test_R16_waves_are_validated_stored_and_kept_from_the_cluster_controller() -
         with pytest.raises(InvalidSpecError) as refused:
             parse_broadcast_job(body)
         assert [e.path for e in refused.value.errors] == [path], waves
+
+
+def test_R16_a_pod_on_a_node_that_left_does_not_hold_the_next_wave() -> None:
+    cluster = waved(2, nodes=4)
+    cluster.step()
+    cluster.set_phase("Succeeded", ["node-00"])  # node-01's pod stays Pending: its node is gone
+    del cluster.nodes["node-01"]
+    assert created_nodes(cluster.step()) == ["node-02", "node-03"]
+
+
+def test_R16_a_finished_job_keeps_no_soak_stamp() -> None:
+    cluster = waved(1, soak=600, nodes=2, ads=30)
+    cluster.step()
+    cluster.set_phase("Succeeded")
+    cluster.step()
+    assert WAVE_ENDED_AT in cluster.status
+    cluster.step(advance=40)  # the deadline passes while the wave soaks
+    assert cluster.status["phase"] == "failed" and WAVE_ENDED_AT not in cluster.status
+
+
+def test_R16_a_misspelt_field_is_warned_of() -> None:
+    body = manifest()
+    body["spec"]["waves"] = {"size": 1, "soakSecond": 900}
+    warnings: list[str] = []
+    parse_broadcast_job(body, warnings=warnings)
+    assert warnings == ['unknown field "spec.waves.soakSecond"']
