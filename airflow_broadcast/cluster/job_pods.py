@@ -86,16 +86,19 @@ def log_container(kind: str, pod: Mapping[str, Any], container: str | None) -> s
 
 async def job_logs(client: KubeClient, kind: str, namespace: str, name: str, selection: PodSelection = PodSelection(),
                    *, container: str | None = None, follow: bool = False, sink: LogSink = print,
-                   tail_lines: int | None = None, max_pods: int = MAX_LOG_PODS) -> dict[str, str]:
+                   tail_lines: int | None = None, max_pods: int = MAX_LOG_PODS,
+                   listed: list[JsonDict] | None = None) -> dict[str, str]:
     """`{pod name: log}` of the job's pods that have started (Pending ones have no log yet).
 
     With `follow`, every pod's log is streamed until its container ends, each line also given
     to `sink` as `[Pod <name>]: <line>`, as the SDK prints it; the answer keeps the last
     FOLLOW_KEEP_LINES lines of each, and a stream that breaks is said on the sink, not raised.
     At most MAX_LOG_REQUESTS logs are read at once; more than `max_pods` pods is a ValueError.
+    `listed` is the job's pods when the caller has listed them already.
     """
-    pods = [pod for pod in await list_job_pods(client, kind, namespace, name, selection)
-            if (pod.get("status") or {}).get("phase") != "Pending"]
+    if listed is None:
+        listed = await list_job_pods(client, kind, namespace, name, selection)
+    pods = [pod for pod in listed if (pod.get("status") or {}).get("phase") != "Pending"]
     if len(pods) > max_pods:
         raise ValueError(f"{len(pods)} pods of {kind} {namespace}/{name} have logs, more than max_pods={max_pods}; "
                          "select fewer (is_master, replica_type, replica_index) or raise max_pods")

@@ -174,12 +174,12 @@ class JobClient:
         selection.selector(self.kind, name)
 
         async def logs(client: KubeClient) -> Any:
-            texts = await job_pods.job_logs(client, self.kind, ns, name, selection, container=container,
-                                            follow=follow, sink=sink, tail_lines=tail_lines, max_pods=max_pods)
+            pods = await job_pods.list_job_pods(client, self.kind, ns, name, selection)
+            texts = await job_pods.job_logs(client, self.kind, ns, name, selection, container=container, follow=follow,
+                                            sink=sink, tail_lines=tail_lines, max_pods=max_pods, listed=pods)
             if not verbose:
                 return texts
             job = await job_api.get_job(client, self.kind, ns, name)
-            pods = await job_pods.list_job_pods(client, self.kind, ns, name, selection)
             return texts, await job_pods.job_events(client, self.kind, ns, job, pods[:max_pods])
 
         return self._run(logs)

@@ -206,15 +206,15 @@ class NodeLedger:
         """Duplicate-pod warnings, then the unschedulable warnings in node order (as the reference pass)."""
         return [*(self.duplicate_events if self._multi else ()), *(self.warnings[n] for n in sorted(self.warnings))]
 
+    @property
+    def waiting(self) -> int:
+        """F15: nodes waiting for their next attempt: a retrying pod, or a pod gone and its node to run again."""
+        return self.counts["retrying"] + self.reruns
+
     def status_counts(self) -> dict[str, int]:
-        """The status counts (S3-S6); `retrying` (F15) only while some node waits for its next attempt."""
-        counts = {"active": self.counts["active"], "failed": self.counts["failed"],
-                  "succeeded": self.counts["succeeded"] + self.done, "desired": self.desired}
-        if self.counts["retrying"] + self.reruns:  # a node whose pod went and that runs again waits too
-            counts["retrying"] = self.counts["retrying"] + self.reruns
-        else:
-            counts["retrying"] = 0
-        return counts
+        """The status counts (S3-S6) and `retrying` (F15)."""
+        return {"active": self.counts["active"], "failed": self.counts["failed"],
+                "succeeded": self.counts["succeeded"] + self.done, "desired": self.desired, "retrying": self.waiting}
 
     def owned_pods(self, pods: Sequence[PodInfo], bucket: str) -> list[PodInfo]:
         """The owned pods of one bucket in input order (only on a pass that deletes them: O(pods))."""

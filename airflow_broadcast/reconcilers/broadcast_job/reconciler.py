@@ -262,7 +262,7 @@ class _Pass:
                 for index, entries in ledger.open_book(parts).writes(ledger.rows, done=done).items()}
 
     def _plan(self, create_limit: int | None = None) -> Plan:
-        waiting = 0 if self.finished else self.ledger.counts["retrying"] + self.ledger.reruns  # after the creates
+        waiting = 0 if self.finished else self.ledger.waiting  # after this pass's creates
         self.status.update(retrying=waiting) if waiting else self.status.pop("retrying", None)
         record_parts = self._store_table()
         changed = self.status != dict(self.record.status)

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import math
-import time
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from bcj_cluster import KIND, bcj, condition
+from bcj_cluster import KIND, SIM, bcj, condition
+from support.sim_time import fail_until
 
 from airflow_broadcast.reconcilers.broadcast_job.retries import RULE_REASON
 
 pytestmark = pytest.mark.cluster
-
-SIM = "sim.airflow-broadcast.io"
 
 
 def test_F16_an_exit_code_rule_fails_a_continue_job_at_once(engine: Any, node_factory: Any, namespace: str) -> None:
@@ -36,8 +32,7 @@ def test_F16_an_exit_code_rule_fails_a_continue_job_at_once(engine: Any, node_fa
 def test_F16_an_ignored_exit_code_runs_the_node_again_without_counting(
         engine: Any, node_factory: Any, namespace: str) -> None:
     node_factory(2, labels={"pool": namespace})
-    until = datetime.fromtimestamp(math.ceil(time.time() + 3), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    manifest = bcj("ignored", namespace, after="1s", annotations={f"{SIM}/fail-until": until,
+    manifest = bcj("ignored", namespace, after="1s", annotations={f"{SIM}/fail-until": fail_until(3),
                                                                   f"{SIM}/exit-code": "137"},
                    podFailurePolicy={"rules": [{"action": "Ignore",
                                                 "onExitCodes": {"operator": "In", "values": [137]}}]})

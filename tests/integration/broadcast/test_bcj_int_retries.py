@@ -2,30 +2,20 @@
 
 from __future__ import annotations
 
-import math
-import time
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from bcj_cluster import ATTEMPT_ANNOTATION, KIND, bcj, condition, events, job_pods
+from bcj_cluster import ATTEMPT_ANNOTATION, KIND, SIM, bcj, condition, events, job_pods
+from support.sim_time import fail_until
 
 from airflow_broadcast.reconcilers.broadcast_job.retries import RETRY_REASON
 
 pytestmark = pytest.mark.cluster
 
-SIM = "sim.airflow-broadcast.io"
-
-
-def until(seconds: float) -> str:
-    """An RFC 3339 time `seconds` from now: pods created before it fail, later ones succeed."""
-    return datetime.fromtimestamp(math.ceil(time.time() + seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def test_F15_failed_nodes_run_again_after_the_backoff_and_the_job_completes(
         engine: Any, node_factory: Any, namespace: str) -> None:
     nodes = sorted(node_factory(3, labels={"pool": namespace}))
-    manifest = bcj("again", namespace, after="1s", annotations={f"{SIM}/fail-until": until(4)},
+    manifest = bcj("again", namespace, after="1s", annotations={f"{SIM}/fail-until": fail_until(4)},
                    failurePolicy={"type": "FailFast", "backoffLimitPerNode": 1})
 
     outcome = engine.drive(engine.submit(manifest), KIND, timeout=90)

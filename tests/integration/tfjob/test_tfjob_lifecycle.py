@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client
+from support.sim_time import fail_until
 from support.waits import wait_until
 from tfjob_it_support import (
     INDEX_LABEL,
@@ -20,7 +21,6 @@ from tfjob_it_support import (
     TYPE_LABEL,
     condition,
     event_pairs,
-    fail_until,
     is_true,
     job_pods,
     job_services,

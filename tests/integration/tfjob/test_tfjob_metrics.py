@@ -7,7 +7,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
-from tfjob_it_support import KIND, RESULT_READ, fail, fail_until, is_true, replica, succeed, tf_manifest
+from support.sim_time import fail_until
+from tfjob_it_support import KIND, RESULT_READ, fail, is_true, replica, succeed, tf_manifest
 
 from airflow_broadcast.cluster import job_metrics
 from airflow_broadcast.cluster.job_records import record_name

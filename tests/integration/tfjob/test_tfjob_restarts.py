@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client
+from support.sim_time import fail_until
 from support.waits import wait_until
 from tfjob_it_support import (
     KIND,
@@ -17,7 +18,6 @@ from tfjob_it_support import (
     condition,
     event_pairs,
     fail,
-    fail_until,
     is_true,
     job_pods,
     job_services,

@@ -5,11 +5,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-import math
 import threading
-import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from kubernetes import client, watch
@@ -68,11 +66,6 @@ def succeed(after: str = "1s", **extra: str) -> dict[str, str]:
 def fail(exit_code: int, after: str = "1s", reason: str = "Error") -> dict[str, str]:
     return {f"{SIM}/result": "Failed", f"{SIM}/after": after, f"{SIM}/exit-code": str(exit_code),
             f"{SIM}/reason": reason}
-
-
-def fail_until(seconds: float) -> str:
-    """An RFC 3339 UTC time `seconds` from now (rounded up): pods created before it fail, later ones succeed."""
-    return datetime.fromtimestamp(math.ceil(time.time() + seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def rfc3339(value: str) -> float:
