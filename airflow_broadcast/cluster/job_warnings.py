@@ -86,7 +86,7 @@ def events_informer(client: KubeClient, namespace: str) -> Informer[WarningEvent
 def status_warnings(pod: PodInfo) -> list[tuple[str, str]]:
     """(reason, message) of the pod's status that are warnings: OOMKilled and the like, stuck waiting reasons."""
     found = [(e.reason, f"container {e.container} terminated with exit code {e.exit_code}"
-              + (f": {e.message}" if e.message else "")) for e in pod.exits if e.reason in EXIT_WARNINGS]
+              + (f": {e.message}" if e.message else "")) for e in pod.all_exits if e.reason in EXIT_WARNINGS]
     if pod.waiting_reason in WAITING_WARNINGS and not pod.terminal:
         found.append((pod.waiting_reason, f"a container is waiting: {pod.waiting_reason}"
                       + (f" ({pod.restarts} restart(s))" if pod.restarts else "")))

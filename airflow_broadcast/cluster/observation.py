@@ -40,10 +40,7 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         state = cs.get("state") or {}
         terminated = state.get("terminated")
         if terminated:
-            exits.append(ContainerExit(str(cs.get("name", "")), int(terminated.get("exitCode", 0)),
-                                       str(terminated.get("reason", "") or ""),
-                                       str(terminated.get("message", "") or ""),
-                                       from_rfc3339(terminated.get("finishedAt")) or 0.0))
+            exits.append(_exit(cs, terminated))
         elif (state.get("waiting") or {}).get("reason") and not waiting:
             waiting = str(state["waiting"]["reason"])
     pending = ""
@@ -70,6 +67,7 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         restarts=sum(int(cs.get("restartCount", 0) or 0) for cs in statuses),
         spec=_placement_fields(spec),
         exits=tuple(exits),
+        init_exits=_init_failures(spec, status.get("initContainerStatuses") or []),
         waiting_reason=waiting,
         pending_message=pending,
         created_at=from_rfc3339(meta.get("creationTimestamp")) or 0.0,
@@ -78,6 +76,24 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         conditions=tuple((str(c.get("type", "")), str(c.get("status", ""))) for c in status.get("conditions") or [])
         if status.get("phase") == "Failed" else (),
     )
+
+
+def _exit(cs: Mapping[str, Any], terminated: Mapping[str, Any]) -> ContainerExit:
+    return ContainerExit(str(cs.get("name", "")), int(terminated.get("exitCode", 0) or 0),
+                         str(terminated.get("reason", "") or ""), str(terminated.get("message", "") or ""),
+                         from_rfc3339(terminated.get("finishedAt")) or 0.0)
+
+
+def _init_failures(spec: Mapping[str, Any], statuses: list[Mapping[str, Any]]) -> tuple[ContainerExit, ...]:
+    """Init containers that ended non-zero. A sidecar (an init container with restartPolicy Always) is left
+    out: the kubelet ends it when the pod ends, so its exit code says nothing about the pod."""
+    sidecars = {str(c.get("name", "")) for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"}
+    ended = []
+    for cs in statuses:
+        terminated = (cs.get("state") or {}).get("terminated")
+        if terminated and int(terminated.get("exitCode", 0) or 0) != 0 and str(cs.get("name", "")) not in sidecars:
+            ended.append(_exit(cs, terminated))
+    return tuple(ended)
 
 
 def _waiting_with_message(statuses: list[Mapping[str, Any]]) -> ContainerWaiting | None:

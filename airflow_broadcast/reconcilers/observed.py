@@ -7,7 +7,7 @@ never see client-library models, and never read the clock: `now` is passed in.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 RECORD_UID_LABEL = "airflow-broadcast.io/job-uid"  # on every child: the uid of the record that owns it
@@ -100,6 +100,8 @@ class PodInfo:
     condition_warning: tuple[str, str] | None = None
     conditions: tuple[tuple[str, str], ...] = ()
     """(type, status) of each condition of a Failed pod (e.g. DisruptionTarget), for podFailurePolicy; else ()."""
+    init_exits: tuple[ContainerExit, ...] = ()
+    """Init containers that ended with a non-zero code (sidecars left out): why a pod failed before it ran."""
 
     @property
     def terminal(self) -> bool:
@@ -111,6 +113,20 @@ class PodInfo:
             if container is None or exit_.container == container:
                 return exit_
         return None
+
+    def final_exit(self) -> ContainerExit | None:
+        """The exit that tells how the pod ended: its first ended container, else its first failed init
+        container, whose reason then reads as kubectl's STATUS does (`Init:Error`, `Init:ExitCode:1`)."""
+        ended = self.exit_of()
+        if ended is not None or not self.init_exits:
+            return ended
+        init = self.init_exits[0]
+        return replace(init, reason=f"Init:{init.reason or f'ExitCode:{init.exit_code}'}")
+
+    @property
+    def all_exits(self) -> tuple[ContainerExit, ...]:
+        """Ended containers, then failed init containers: what podFailurePolicy's exit codes are matched against."""
+        return self.exits + self.init_exits if self.init_exits else self.exits
 
 
 @dataclass(frozen=True)

@@ -125,7 +125,7 @@ def matches(summary: Mapping[str, Any], filters: Mapping[str, str | None]) -> bo
 
 
 def _pod_row(pod: PodInfo) -> dict[str, Any]:
-    exit_ = pod.exit_of()
+    exit_ = pod.final_exit()
     return {"pod": pod.name, "phase": "Terminating" if pod.deleting and not pod.terminal else pod.phase,
             "exitCode": exit_.exit_code if exit_ else None, "restarts": pod.restarts,
             "reason": (exit_.reason if exit_ else "") or pod.waiting_reason,

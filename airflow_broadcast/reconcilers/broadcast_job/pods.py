@@ -145,7 +145,7 @@ def build_pod(job_name: str, namespace: str, template: Mapping[str, Any], record
 
 def node_result(pod: PodInfo) -> dict[str, Any]:
     """The per-node line of the status and the XCom (S11)."""
-    exit_ = pod.exit_of()
+    exit_ = pod.final_exit()
     result: dict[str, Any] = {"pod": pod.name, "phase": "Terminating" if pod.deleting and not pod.terminal
                               else pod.phase or "Pending",
                               "restarts": pod.restarts, "attempt": attempt_of(pod)}

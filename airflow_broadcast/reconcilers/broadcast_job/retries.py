@@ -62,7 +62,7 @@ def _match(rule: FailureRule, pod: PodInfo) -> str | None:
     if rule.conditions:
         hit = next((c for c in rule.conditions if c in pod.conditions), None)
         return None if hit is None else f"condition {hit[0]}={hit[1]}"
-    codes = [e.exit_code for e in pod.exits if e.exit_code != 0 and rule.container in (None, e.container)]
+    codes = [e.exit_code for e in pod.all_exits if e.exit_code != 0 and rule.container in (None, e.container)]
     code = next((c for c in codes if (c in rule.values) == (rule.operator == "In")), None)
     return None if code is None else f"exit code {code}"
 
@@ -74,7 +74,7 @@ def backoff_seconds(attempt: int) -> float:
 
 def failed_at(pod: PodInfo) -> float:
     """When the pod's last container ended; its creation when none says (an evicted pod)."""
-    return max((e.finished_at for e in pod.exits), default=0.0) or pod.created_at
+    return max((e.finished_at for e in pod.all_exits), default=0.0) or pod.created_at
 
 
 def due_retries(pods: Iterable[PodInfo], now: float,

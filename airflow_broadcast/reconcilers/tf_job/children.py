@@ -246,7 +246,7 @@ def failure_summary(replica_type: str, index: int | None, pod: PodInfo | None, r
                                "reason": reason, "message": message}
     if pod is None or not (pod.phase == "Failed" or (pod.deleting and not pod.terminal)):
         return summary
-    exit_ = tensorflow_exit(pod) or pod.exit_of()
+    exit_ = tensorflow_exit(pod) or pod.final_exit()
     if exit_ is not None:
         summary["exitCode"] = exit_.exit_code
     if pod.phase == "Failed" and pod.waiting_reason:

@@ -89,9 +89,10 @@ def validate_pod_failure_policy(spec: Mapping[str, Any]) -> list[FieldError]:
 
 
 def _container_names(spec: Mapping[str, Any]) -> set[str]:
-    """The template's containers (an init container's exit is not observed, so no rule could match it)."""
+    """The template's containers and init containers, as the Job API admits them."""
     pod = (spec.get("template") or {}).get("spec") or {}
-    return {str(c.get("name")) for c in pod.get("containers") or [] if isinstance(c, Mapping)}
+    return {str(c.get("name")) for key in ("containers", "initContainers") for c in pod.get(key) or []
+            if isinstance(c, Mapping)}
 
 
 def _validate_rule(rule: Any, path: str, names: set[str]) -> list[FieldError]:
@@ -125,7 +126,7 @@ def _validate_exit_codes(codes: Any, path: str, names: set[str]) -> list[FieldEr
         errors.append(not_supported(f"{path}.operator", operator, OPERATORS))
     if container is not None and container not in names:
         errors.append(invalid(f"{path}.containerName", container,
-                              "must be one of the container names in the pod template"))
+                              "must be one of the container or initContainer names in the pod template"))
     if values is None or values == []:
         return [*errors, required(f"{path}.values")]
     if not isinstance(values, list):

@@ -65,3 +65,50 @@ def test_a_pod_whose_placement_differs_from_the_last_one_keeps_its_own_values() 
     first, other, again = pod_info(pod("a", "k")), pod_info(pod("b", "other")), pod_info(pod("c", "k"))
     assert other.spec["tolerations"] == [{"key": "other", "operator": "Exists"}]
     assert again.spec["tolerations"] is first.spec["tolerations"]
+
+
+def _init_failed_pod(init_spec: list[dict[str, Any]], init_statuses: list[dict[str, Any]]) -> dict[str, Any]:
+    """A pod as the kubelet leaves it when an init container fails under restartPolicy Never."""
+    return {"metadata": {"name": "p", "uid": "u"},
+            "spec": {"restartPolicy": "Never", "initContainers": init_spec, "containers": [{"name": "main"}]},
+            "status": {"phase": "Failed", "initContainerStatuses": init_statuses, "containerStatuses": [
+                {"name": "main", "state": {"waiting": {"reason": "PodInitializing"}}}]}}
+
+
+def _ended(name: str, code: int, reason: str = "Error") -> dict[str, Any]:
+    return {"name": name, "state": {"terminated": {"exitCode": code, "reason": reason,
+                                                   "finishedAt": "2026-12-01T10:00:05Z"}}}
+
+
+def test_a_failed_init_container_is_how_the_pod_ended_and_reads_as_kubectl_shows_it() -> None:
+    info = pod_info(_init_failed_pod([{"name": "fetch"}, {"name": "check"}],
+                                     [_ended("fetch", 0, "Completed"), _ended("check", 3)]))
+    assert info.exits == ()
+    assert [(e.container, e.exit_code) for e in info.init_exits] == [("check", 3)]
+    ended = info.final_exit()
+    assert ended is not None and (ended.container, ended.exit_code, ended.reason) == ("check", 3, "Init:Error")
+    assert [e.exit_code for e in info.all_exits] == [3]
+
+
+def test_an_init_container_without_a_reason_reads_as_its_exit_code() -> None:
+    info = pod_info(_init_failed_pod([{"name": "check"}], [_ended("check", 2, "")]))
+    ended = info.final_exit()
+    assert ended is not None and ended.reason == "Init:ExitCode:2"
+
+
+def test_a_sidecar_ended_by_the_kubelet_is_not_a_failed_init_container() -> None:
+    pod = _init_failed_pod([{"name": "proxy", "restartPolicy": "Always"}], [_ended("proxy", 143)])
+    pod["status"]["containerStatuses"] = [_ended("main", 1)]
+    info = pod_info(pod)
+    assert info.init_exits == ()
+    ended = info.final_exit()
+    assert ended is not None and (ended.container, ended.reason) == ("main", "Error")
+
+
+def test_a_main_container_exit_comes_before_a_failed_init_container() -> None:
+    pod = _init_failed_pod([{"name": "check"}], [_ended("check", 5)])
+    pod["status"]["containerStatuses"] = [_ended("main", 7)]
+    info = pod_info(pod)
+    ended = info.final_exit()
+    assert ended is not None and (ended.container, ended.exit_code) == ("main", 7)
+    assert [e.exit_code for e in info.all_exits] == [7, 5]

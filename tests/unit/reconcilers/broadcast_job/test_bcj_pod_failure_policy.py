@@ -135,7 +135,7 @@ def test_F16_failjob_acts_under_the_pause_policy_and_names_what_matched() -> Non
 
 def test_F16_needs_restart_policy_never_and_a_container_of_the_template() -> None:
     with pytest.raises(InvalidSpecError) as refused:
-        parse_broadcast_job(with_rules(exit_rule("Count", "In", 1, container="init"), restart_policy="OnFailure",
+        parse_broadcast_job(with_rules(exit_rule("Count", "In", 1, container="other"), restart_policy="OnFailure",
                                        pod_spec={"initContainers": [{"name": "init", "image": "busybox"}]}))
     assert [e.path for e in refused.value.errors] == [
         "spec.template.spec.restartPolicy", "spec.podFailurePolicy.rules[0].onExitCodes.containerName"]
@@ -143,3 +143,15 @@ def test_F16_needs_restart_policy_never_and_a_container_of_the_template() -> Non
     parse_broadcast_job(with_rules({"action": "Ignore", "onPodConditions": [{"type": "X", "stauts": "False"}]}),
                         warnings=warnings)
     assert warnings == ['unknown field "spec.podFailurePolicy.rules[0].onPodConditions[0].stauts"']
+
+
+def test_F16_an_exit_code_rule_matches_a_failed_init_container_as_the_job_controller_does() -> None:
+    body = with_rules(exit_rule("FailJob", "In", 9, container="check"), failure="Continue",
+                      pod_spec={"initContainers": [{"name": "check", "image": "busybox"}]})
+    cluster = running(body)
+    cluster.set_phase("Failed", ["node-01"], init_exits=(ContainerExit("check", 9, "Error", finished_at=cluster.now),))
+    pod = cluster.pod_on("node-01").name
+    cluster.step()
+    assert cluster.status["phase"] == "failed"
+    assert cluster.status["conditions"][0]["message"] == (
+        f"Pod {pod} on node node-01 failed with exit code 9, matching podFailurePolicy.rules[0] (FailJob)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from support.bcj_builders import (
 
 from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import REASON_AFFINITY, REASON_UNSCHEDULABLE
 from airflow_broadcast.reconcilers.broadcast_job.reconciler import reconcile_broadcast_job
+from airflow_broadcast.reconcilers.observed import ContainerExit
 from airflow_broadcast.specs.timestamps import to_rfc3339
 
 
@@ -169,3 +171,14 @@ def test_S11_a_node_keeps_its_terminal_result_after_its_pod_is_gone(compat: bool
     assert (kept["phase"], kept["pod"]) == ("Succeeded", pod_name)
 
 
+
+
+def test_S11_a_pod_that_failed_in_an_init_container_reports_its_exit_as_kubectl_does() -> None:
+    spec = make_spec(failure="Continue")
+    failed = replace(make_pod("node-00", "Failed", spec=spec), exits=(), waiting_reason="PodInitializing",
+                     init_exits=(ContainerExit("check", 4, "Error", "disk not mounted"),))
+    plan = reconcile_broadcast_job(spec, make_record(started_status()), make_nodes(1), [failed], NOW)
+    assert plan.status is not None
+    row = plan.status["nodes"]["node-00"]
+    assert (row["phase"], row["exitCode"], row["reason"], row["message"]) == (
+        "Failed", 4, "Init:Error", "disk not mounted")
