@@ -30,11 +30,32 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "airflow-broadcast"
 KIND_LABEL = "airflow-broadcast.io/kind"
 JOB_LABEL = "airflow-broadcast.io/job-name"
+PHASE_LABEL = "airflow-broadcast.io/phase"  # the job's phase, for `-L` columns and `-l` selection (A12)
+PROGRESS_LABEL = "airflow-broadcast.io/done-of-desired"  # BroadcastJob: "<succeeded+failed>-of-<desired>"
 EXPIRES_AT = expiry.EXPIRES_AT  # stamped by the pass that finishes the job
 RESULT_READ = "airflow-broadcast.io/result-read"
 SUBMITTED_BY = "airflow-broadcast.io/submitted-by"
 SUBMISSION = "airflow-broadcast.io/submission"  # one submit call: its create may be retried after a lost answer
 RECORD_PREFIX = {"BroadcastJob": "bcj", "TFJob": "tfjob"}
+
+
+def status_labels(status: Mapping[str, Any]) -> dict[str, str]:
+    """The record labels that mirror its status, so kubectl shows and selects them as a CRD's columns would.
+
+    The phase is a BroadcastJob's `status.phase`, else the type of a TFJob's newest True condition,
+    in lower case; a status without either has no phase label yet.
+    """
+    labels: dict[str, str] = {}
+    phase = status.get("phase")
+    if not phase:
+        true = [c for c in status.get("conditions") or [] if isinstance(c, Mapping) and c.get("status") == "True"]
+        phase = true[-1].get("type") if true else None
+    if isinstance(phase, str) and phase.isalnum():
+        labels[PHASE_LABEL] = phase.lower()
+    if isinstance(status.get("desired"), int):
+        done = int(status.get("succeeded") or 0) + int(status.get("failed") or 0)
+        labels[PROGRESS_LABEL] = f"{done}-of-{status['desired']}"
+    return labels
 
 
 def record_name(kind: str, job_name: str) -> str:
@@ -158,6 +179,7 @@ async def write_record(client: KubeClient, raw: Mapping[str, Any], status: Mappi
     meta["annotations"] = current
     if status is not None:
         updated.setdefault("data", {})["status"] = json.dumps(status, sort_keys=True)
+        meta["labels"] = {**(meta.get("labels") or {}), **status_labels(status)}
     if manifest is not None:
         updated.setdefault("data", {})["manifest"] = manifest_text(manifest)
     return await client.replace(record_path(meta["namespace"], meta["name"]), updated)

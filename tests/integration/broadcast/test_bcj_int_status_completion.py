@@ -22,6 +22,8 @@ from bcj_cluster import (
 )
 from support.waits import wait_until
 
+from airflow_broadcast.cluster.job_records import JOB_LABEL, PHASE_LABEL, PROGRESS_LABEL
+
 pytestmark = pytest.mark.cluster
 
 
@@ -97,7 +99,8 @@ def test_S9_a_run_writes_only_the_status_of_the_record(engine: Any, node_factory
 
     after = engine.record(KIND, "s9")
     assert after.data["manifest"] == before.data["manifest"]
-    assert after.metadata.labels == before.metadata.labels
+    mirrored = {PHASE_LABEL, PROGRESS_LABEL}
+    assert {k: v for k, v in after.metadata.labels.items() if k not in mirrored} == before.metadata.labels
     assert after.metadata.uid == before.metadata.uid
     assert json.loads(after.data["status"])["phase"] == "completed"
 
@@ -138,6 +141,24 @@ def test_C1_C2_completion_writes_condition_time_and_event(engine: Any, node_fact
                     "lastProbeTime": status["completionTime"], "lastTransitionTime": status["completionTime"]}
     assert ("Normal", "JobComplete", f"Job {namespace}/c1 is completed, 2 pods succeeded, 0 pods failed") in (
         events(engine, "c1"))
+
+
+def test_A12_the_record_shows_and_selects_phase_and_done_of_desired_as_label_columns(
+        engine: Any, node_factory: Any, namespace: str) -> None:
+    node_factory(2, labels={"pool": namespace})
+    submission = engine.submit(bcj("a12", namespace))
+
+    def labels() -> dict[str, str]:
+        return dict(engine.record(KIND, "a12").metadata.labels or {})
+
+    engine.drive(submission, KIND, single_pass=True)
+    assert (labels()[PHASE_LABEL], labels()[PROGRESS_LABEL]) == ("running", "0-of-2")
+    selected = engine.core.list_namespaced_config_map(
+        namespace, label_selector=f"{PHASE_LABEL}=running,{JOB_LABEL}=a12").items
+    assert [cm.metadata.name for cm in selected] == [engine.record(KIND, "a12").metadata.name]
+
+    assert engine.drive(submission, KIND).reason == "finished"
+    assert (labels()[PHASE_LABEL], labels()[PROGRESS_LABEL]) == ("completed", "2-of-2")
 
 
 def test_C4_zero_eligible_nodes_never_completes(engine: Any, namespace: str) -> None:

@@ -32,6 +32,8 @@ from tfjob_it_support import (
     tf_manifest,
 )
 
+from airflow_broadcast.cluster.job_records import PHASE_LABEL
+
 pytestmark = pytest.mark.cluster
 
 
@@ -48,6 +50,7 @@ def test_E6_onfailure_pod_in_phase_failed_is_recreated(engine: Any, namespace: s
     assert len({uid for _, (_, uid, _) in pods.events}) == 2, "the Failed pod was replaced once"
     assert ("TFJobRestarting", "job evicted is restarting because Worker replica(s) failed.") in \
         event_pairs(engine, "evicted")
+    assert engine.record(KIND, "evicted").metadata.labels[PHASE_LABEL] == "succeeded"  # as kubectl -L shows it
 
 
 def test_E13_a_succeeded_replica_is_not_recreated_when_its_pod_disappears(
