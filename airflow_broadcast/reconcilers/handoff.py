@@ -82,6 +82,7 @@ def provider_only_fields(kind: KindName, manifest: Mapping[str, Any]) -> list[st
     spec = manifest.get("spec") or {}
     fields = [f"spec.{key}" for key in ("nodeNames", "excludeNodeNames", "nodeSelector", "podFailurePolicy", "waves")
               if spec.get(key) is not None]
+    fields += ["spec.rerunOnTemplateChange"] if spec.get("rerunOnTemplateChange") is True else []
     failure = spec_section(manifest, "failurePolicy")
     fields += [f"spec.failurePolicy.{key}" for key in ("maxFailedNodes", "backoffLimitPerNode")
                if failure.get(key) not in (None, 0, "0%")]

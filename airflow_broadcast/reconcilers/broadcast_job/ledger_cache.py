@@ -14,6 +14,7 @@ from airflow_broadcast.reconcilers.broadcast_job.ledger import NodeLedger
 from airflow_broadcast.reconcilers.broadcast_job.ledger_rows import RowRules
 from airflow_broadcast.reconcilers.broadcast_job.memo import IdentityMemo
 from airflow_broadcast.reconcilers.broadcast_job.node_eligibility import FitnessCheck, compile_fitness, with_selection
+from airflow_broadcast.reconcilers.broadcast_job.pods import template_hash
 from airflow_broadcast.reconcilers.broadcast_job.retries import FailureHandling
 from airflow_broadcast.reconcilers.observed import JobRecord
 from airflow_broadcast.specs.broadcast_job.spec import BroadcastJobSpec
@@ -34,7 +35,8 @@ def take_ledger(spec: BroadcastJobSpec, record: JobRecord, *, kruise_compat: boo
     """The job's kept ledger when it was built for these very inputs, else a new one."""
     owner_kind = str(record.owner_reference.get("kind") or "") or None
     restart_limit = spec.failure_policy.restart_limit
-    failures = FailureHandling(spec.failure_policy.backoff_limit_per_node, spec.pod_failure_rules)
+    failures = FailureHandling(spec.failure_policy.backoff_limit_per_node, spec.pod_failure_rules,
+                               template_hash(spec.template) if spec.rerun_on_template_change else None)
     key = (spec.name, record.uid, owner_kind, restart_limit, failures, kruise_compat, id(spec.template),
            spec.node_selection)
     ledger = _kept.pop(record.uid, None)

@@ -137,7 +137,8 @@ def compute_row(name: str, node: NodeInfo | None, pod: PodInfo | None, before: M
     if reason is not None:
         return Row(ineligible=reason)
     entry = before if before.get("phase") in TERMINAL else None
-    done = rules.keep_successes and entry is not None and entry.get("phase") == "Succeeded"
+    done = (rules.keep_successes and entry is not None and entry.get("phase") == "Succeeded"
+            and not rules.failures.stale_entry(entry))
     return Row(desired=True, rest=not done, done=done, entry=entry)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,6 +14,7 @@ from airflow_broadcast.specs.broadcast_job.spec import JOB_NAME_LABEL, JOB_UID_L
 
 NODE_ANNOTATION = "airflow-broadcast.io/node"
 ATTEMPT_ANNOTATION = "airflow-broadcast.io/attempt"
+TEMPLATE_ANNOTATION = "airflow-broadcast.io/template-hash"  # V18, with spec.rerunOnTemplateChange only
 NODE_HASH_LENGTH = 10
 POD_NAME_MAX_LENGTH = 63  # a DNS-1123 label, as generated names are
 UNSCHEDULABLE_REASON = "Unschedulable"
@@ -120,14 +122,22 @@ def pin_to_node(spec: dict[str, Any], node_name: str, by_scheduler: bool) -> Non
     }
 
 
+def template_hash(template: Mapping[str, Any]) -> str:
+    """16 hex of sha256 of the template's canonical JSON: the same for every pass that reads the same template."""
+    text = json.dumps(template, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def build_pod(job_name: str, namespace: str, template: Mapping[str, Any], record: JobRecord,
-              node_name: str, by_scheduler: bool, attempt: int = 1) -> dict[str, Any]:
+              node_name: str, by_scheduler: bool, attempt: int = 1, template_id: str | None = None) -> dict[str, Any]:
     """The pod for one node: template labels/annotations/finalizers + reserved labels, owner ref, pin."""
     meta = template.get("metadata") or {}
     labels = dict(meta.get("labels") or {})
     labels.update({JOB_NAME_LABEL: job_name, JOB_UID_LABEL: record.uid, RECORD_UID_LABEL: record.uid})
     annotations = dict(meta.get("annotations") or {})
     annotations.update({NODE_ANNOTATION: node_name, ATTEMPT_ANNOTATION: str(attempt)})
+    if template_id is not None:
+        annotations[TEMPLATE_ANNOTATION] = template_id
     metadata: dict[str, Any] = {
         "name": pod_name_for(job_name, record.uid, node_name),
         "generateName": f"{job_name}-",
@@ -149,6 +159,8 @@ def node_result(pod: PodInfo) -> dict[str, Any]:
     result: dict[str, Any] = {"pod": pod.name, "phase": "Terminating" if pod.deleting and not pod.terminal
                               else pod.phase or "Pending",
                               "restarts": pod.restarts, "attempt": attempt_of(pod)}
+    if TEMPLATE_ANNOTATION in pod.annotations:
+        result["template"] = pod.annotations[TEMPLATE_ANNOTATION]
     if exit_ is not None and pod.terminal:
         result["exitCode"] = exit_.exit_code
         result["reason"] = exit_.reason

@@ -228,8 +228,8 @@ class _Pass:
         for node in rest[:diff]:
             # P12: a node that had a pod before (deleted by hand or by GC) is re-run as the next attempt.
             attempt = int((previous.get(node) or {}).get("attempt", 1)) + 1 if node in previous else 1
-            pod = build_pod(self.spec.name, self.record.namespace, self.spec.template,
-                            self.record, node, self.options.assign_by_scheduler, attempt)
+            pod = build_pod(self.spec.name, self.record.namespace, self.spec.template, self.record, node,
+                            self.options.assign_by_scheduler, attempt, self.ledger.rules.failures.template_id)
             self.creates.append(pod)
             # Recorded at once, so a pod deleted before any pass saw it still counts as an attempt (a
             # create that fails is undone by the plan's fallback); the last finished result is kept (L12).

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from airflow_broadcast.reconcilers.broadcast_job.pods import attempt_of
+from airflow_broadcast.reconcilers.broadcast_job.pods import TEMPLATE_ANNOTATION, attempt_of
 from airflow_broadcast.reconcilers.observed import PodInfo
 from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent
 from airflow_broadcast.specs.broadcast_job.pod_failure_policy import FailureRule
@@ -23,6 +24,7 @@ BACKOFF_BASE_SECONDS = 10.0
 BACKOFF_MAX_SECONDS = 360.0
 RETRY_REASON = "NodeRetry"
 RULE_REASON = "PodFailurePolicy"
+TEMPLATE_REASON = "TemplateChanged"
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,16 @@ class FailureHandling:
 
     backoff_limit: int = 0
     rules: tuple[FailureRule, ...] = ()
+    template_id: str | None = None  # V18: set with spec.rerunOnTemplateChange, the hash of the current template
+
+    def stale(self, pod: PodInfo) -> bool:
+        """A finished pod of another template (or of none known), whose node runs again at once (V18)."""
+        return self.template_id is not None and pod.terminal and (
+            pod.annotations.get(TEMPLATE_ANNOTATION) != self.template_id)
+
+    def stale_entry(self, entry: Mapping[str, Any]) -> bool:
+        """A stored result, its pod gone, that another template produced."""
+        return self.template_id is not None and entry.get("template") != self.template_id
 
     def rule_of(self, pod: PodInfo) -> tuple[int, FailureRule, str] | None:
         """The first rule that matches a failed pod: its index, the rule, and what matched."""
@@ -40,21 +52,24 @@ class FailureHandling:
         return None
 
     def action(self, pod: PodInfo) -> str:
-        matched = self.rule_of(pod) if self.rules and pod.phase == "Failed" else None
+        matched = self.rule_of(pod) if self.rules and pod.phase == "Failed" and not self.stale(pod) else None
         return "Count" if matched is None else matched[1].action
 
     def retrying(self, pod: PodInfo) -> bool:
-        """A failed pod whose node runs again: its failure is ignored, or the node has attempts left."""
+        """A finished pod whose node runs again: it ran another template, its failure is ignored, or the node
+        has attempts left."""
+        if self.stale(pod):
+            return True
         if pod.phase != "Failed" or not (self.rules or self.backoff_limit):
             return False
         action = self.action(pod)
         return action == "Ignore" or (action == "Count" and attempt_of(pod) <= self.backoff_limit)
 
     def fails_job(self, pod: PodInfo) -> bool:
-        return bool(self.rules) and pod.phase == "Failed" and self.action(pod) == "FailJob"
+        return bool(self.rules) and pod.phase == "Failed" and not self.stale(pod) and self.action(pod) == "FailJob"
 
     def delay(self, pod: PodInfo) -> float:
-        return 0.0 if self.action(pod) == "Ignore" else backoff_seconds(attempt_of(pod))
+        return 0.0 if self.stale(pod) or self.action(pod) == "Ignore" else backoff_seconds(attempt_of(pod))
 
 
 def _match(rule: FailureRule, pod: PodInfo) -> str | None:
@@ -97,9 +112,14 @@ def retry_deletes(pods: Iterable[PodInfo], now: float, handling: FailureHandling
                   misfits: Mapping[str, PodInfo]) -> tuple[list[DeleteChild], float | None]:
     """The deletes that re-run nodes now (not a pod whose node no longer fits: that one goes as a misfit)."""
     due, wait = due_retries(pods, now, handling)
-    return [DeleteChild("Pod", pod.name, pod.uid, RETRY_REASON, done_event=JobEvent(
-        "Normal", RETRY_REASON, f"Pod {pod.name} on node {pod.node} failed; the node runs again"))
-        for pod in sorted(due, key=lambda p: p.node) if misfits.get(pod.node) is not pod], wait
+    return [_rerun(pod, handling.stale(pod)) for pod in sorted(due, key=lambda p: p.node)
+            if misfits.get(pod.node) is not pod], wait
+
+
+def _rerun(pod: PodInfo, stale: bool) -> DeleteChild:
+    reason, why = (TEMPLATE_REASON, "ran an earlier template") if stale else (RETRY_REASON, "failed")
+    return DeleteChild("Pod", pod.name, pod.uid, reason, done_event=JobEvent(
+        "Normal", reason, f"Pod {pod.name} on node {pod.node} {why}; the node runs again"))
 
 
 def rule_failure(pods: Iterable[PodInfo], handling: FailureHandling) -> tuple[bool, str, str]:

@@ -68,6 +68,7 @@ def parse_broadcast_job(
             backoff_limit_per_node=failure.get("backoffLimitPerNode") or 0,
         ),
         paused=spec.get("paused") is True,
+        rerun_on_template_change=spec.get("rerunOnTemplateChange") is True,
         node_selection=parse_node_selection(spec),
         pod_failure_rules=parse_pod_failure_policy(spec),
         waves=parse_waves(spec),
@@ -97,6 +98,8 @@ def to_manifest(spec: BroadcastJobSpec) -> dict[str, Any]:
     }
     if spec.paused:
         body["paused"] = True
+    if spec.rerun_on_template_change:
+        body["rerunOnTemplateChange"] = True
     body.update(node_selection_manifest(spec.node_selection))
     body.update(pod_failure_policy_manifest(spec.pod_failure_rules))
     body.update(waves_manifest(spec.waves))

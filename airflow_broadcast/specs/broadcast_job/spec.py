@@ -94,3 +94,4 @@ class BroadcastJobSpec:
     node_selection: NodeSelection = field(default_factory=NodeSelection)
     pod_failure_rules: tuple[FailureRule, ...] = ()
     waves: Waves | None = None
+    rerun_on_template_change: bool = False  # V18: a node that ran an earlier template runs again

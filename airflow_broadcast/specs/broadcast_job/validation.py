@@ -50,6 +50,7 @@ from airflow_broadcast.specs.pod_template import validate_pod_template
 
 BROADCAST_JOB_FIELDS = {**TYPE_META, "spec": {
     **known_fields("parallelism", "paused", *SELECTION_FIELDS),  # the node selection is ours (N15)
+    **known_fields("rerunOnTemplateChange"),  # ours (V18)
     "podFailurePolicy": POD_FAILURE_POLICY_FIELDS,  # ours (F16)
     "waves": WAVES_FIELDS,  # ours (R16)
     "template": POD_TEMPLATE,
@@ -197,6 +198,7 @@ def _validate_extended_spec(spec: Mapping[str, Any]) -> list[FieldError]:
         if value is not None:
             errors.extend(_check_range(path, value, low, high))
     check_bool(spec.get("paused"), "spec.paused", errors)
+    check_bool(spec.get("rerunOnTemplateChange"), "spec.rerunOnTemplateChange", errors)
     errors.extend(validate_node_selection(spec))
     errors.extend(validate_pod_failure_policy(spec))
     errors.extend(validate_waves(spec))

@@ -14,7 +14,7 @@ def test_a_tfjob_record_shows_the_type_of_its_newest_true_condition_in_lower_cas
     conditions = [{"type": "Created", "status": "True"}, {"type": "Running", "status": "False"},
                   {"type": "Succeeded", "status": "True"}]
     assert status_labels({"conditions": conditions}) == {PHASE_LABEL: "succeeded"}
-    assert status_labels({"conditions": conditions[:1] + [{"type": "Running", "status": "True"}]}) == {
+    assert status_labels({"conditions": [*conditions[:1], {"type": "Running", "status": "True"}]}) == {
         PHASE_LABEL: "running"}
 
 

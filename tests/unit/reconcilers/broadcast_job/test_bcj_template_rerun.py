@@ -1,0 +1,125 @@
+"""`spec.rerunOnTemplateChange` (checklist B: V18): a node that ran an earlier template runs again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from support.bcj_builders import FIXED, BCJCluster, events_of, make_nodes, manifest
+
+from airflow_broadcast.reconcilers.broadcast_job.pods import TEMPLATE_ANNOTATION, attempt_of, template_hash
+from airflow_broadcast.reconcilers.broadcast_job.retries import TEMPLATE_REASON
+from airflow_broadcast.reconcilers.handoff import provider_only_fields
+from airflow_broadcast.specs.broadcast_job.parsing import parse_broadcast_job, to_manifest
+from airflow_broadcast.specs.field_errors import InvalidSpecError
+
+
+def rerun_job(image: str = "busybox:1", **fields: Any) -> dict[str, Any]:
+    body = manifest(**fields)
+    body["spec"]["rerunOnTemplateChange"] = True
+    body["spec"]["template"]["spec"]["containers"][0]["image"] = image
+    return body
+
+
+def edit_image(cluster: BCJCluster, image: str, **fields: Any) -> None:
+    cluster.spec = parse_broadcast_job(rerun_job(image, **fields))
+
+
+def test_V18_pods_carry_the_hash_of_the_template_they_were_built_from() -> None:
+    body = rerun_job()
+    cluster = BCJCluster(parse_broadcast_job(body), make_nodes(2), options=FIXED)
+    plan = cluster.step()
+    expected = template_hash(parse_broadcast_job(body).template)
+    assert [p["metadata"]["annotations"][TEMPLATE_ANNOTATION] for p in plan.create_pods] == [expected] * 2
+    plain = BCJCluster(parse_broadcast_job(manifest()), make_nodes(1), options=FIXED).step()
+    assert TEMPLATE_ANNOTATION not in plain.create_pods[0]["metadata"]["annotations"], "off: upstream's pod"
+
+
+def test_V18_an_edited_template_re_runs_the_nodes_that_finished_and_lets_running_pods_finish() -> None:
+    cluster = BCJCluster(parse_broadcast_job(rerun_job(failure="Continue")), make_nodes(3), options=FIXED)
+    cluster.step()
+    cluster.set_phase("Succeeded", ["node-00"])
+    cluster.set_phase("Failed", ["node-01"])
+    cluster.set_phase("Running", ["node-02"])
+    cluster.step()
+    assert (cluster.status["succeeded"], cluster.status["failed"]) == (1, 1)
+
+    edit_image(cluster, "busybox:2", failure="Continue")
+    old = {node: cluster.pod_on(node).name for node in ("node-00", "node-01", "node-02")}
+    plan = cluster.step()
+    assert sorted((d.name, d.reason) for d in plan.deletes) == sorted(
+        [(old["node-00"], TEMPLATE_REASON), (old["node-01"], TEMPLATE_REASON)])
+    assert [e.message for e in (d.done_event for d in plan.deletes) if e is not None] == [
+        f"Pod {old['node-00']} on node node-00 ran an earlier template; the node runs again",
+        f"Pod {old['node-01']} on node node-01 ran an earlier template; the node runs again"]
+    assert plan.finished is False
+    assert (cluster.status["succeeded"], cluster.status["failed"], cluster.status["retrying"]) == (0, 0, 2)
+
+    plan = cluster.step()
+    new = {p["spec"]["nodeName"] if "nodeName" in p["spec"] else p["metadata"]["annotations"][
+        "airflow-broadcast.io/node"]: p for p in plan.create_pods}
+    assert sorted(new) == ["node-00", "node-01"], "the running pod on node-02 is left to finish"
+    current = template_hash(cluster.spec.template)
+    assert {p["metadata"]["annotations"][TEMPLATE_ANNOTATION] for p in new.values()} == {current}
+    assert {n: p["metadata"]["annotations"]["airflow-broadcast.io/attempt"] for n, p in new.items()} == {
+        "node-00": "2", "node-01": "2"}
+
+    cluster.set_phase("Succeeded", ["node-02"])  # the old template's pod ends: its node runs again too
+    plan = cluster.step()
+    assert [(d.name, d.reason) for d in plan.deletes] == [(old["node-02"], TEMPLATE_REASON)]
+    cluster.step()
+    cluster.set_phase("Succeeded")
+    cluster.step()
+    assert cluster.status["phase"] == "completed"
+    assert all(n["template"] == current for n in cluster.status["nodes"].values())
+    assert all(attempt_of(p) == 2 for p in cluster.pods.values())
+
+
+def test_V18_a_stored_success_of_an_earlier_template_runs_again_once_its_pod_is_gone() -> None:
+    cluster = BCJCluster(parse_broadcast_job(rerun_job(completion="Never")), make_nodes(1), options=FIXED)
+    cluster.step()
+    cluster.set_phase("Succeeded")
+    cluster.step()
+    cluster.pods.clear()  # PodGC: the success stands without its pod (L12) ...
+    assert cluster.step().create_pods == ()
+    edit_image(cluster, "busybox:2", completion="Never")
+    plan = cluster.step()  # ... until the template changes
+    assert [p["metadata"]["annotations"]["airflow-broadcast.io/attempt"] for p in plan.create_pods] == ["2"]
+
+
+def test_V18_without_an_edit_nothing_runs_again_and_the_job_completes() -> None:
+    cluster = BCJCluster(parse_broadcast_job(rerun_job()), make_nodes(2), options=FIXED)
+    cluster.step()
+    cluster.set_phase("Succeeded")
+    plan = cluster.step()
+    assert plan.deletes == () and plan.finished
+    assert cluster.status["phase"] == "completed"
+
+
+def test_V18_a_policy_pause_ends_when_the_failed_nodes_are_re_run_with_a_fixed_template() -> None:
+    cluster = BCJCluster(parse_broadcast_job(rerun_job(failure="Pause")), make_nodes(2), options=FIXED)
+    cluster.step()
+    cluster.set_phase("Succeeded", ["node-00"])
+    cluster.set_phase("Failed", ["node-01"])
+    cluster.step()
+    assert cluster.status["phase"] == "paused"
+    failed, succeeded = cluster.pod_on("node-01").name, cluster.pod_on("node-00").name
+
+    edit_image(cluster, "busybox:fixed", failure="Pause")
+    plan = cluster.step()
+    assert cluster.status["phase"] == "running"
+    assert [e.reason for e in plan.events] == ["Continue"]
+    assert {d.name for d in plan.deletes} == {failed, succeeded}
+    assert events_of(plan, "Paused") == []
+
+
+def test_V18_the_field_is_a_boolean_of_this_provider_and_round_trips() -> None:
+    body = rerun_job()
+    assert parse_broadcast_job(body).rerun_on_template_change
+    assert to_manifest(parse_broadcast_job(body))["spec"]["rerunOnTemplateChange"] is True
+    assert provider_only_fields("BroadcastJob", body) == ["spec.rerunOnTemplateChange"]
+    assert provider_only_fields("BroadcastJob", manifest()) == []
+    body["spec"]["rerunOnTemplateChange"] = "yes"
+    with pytest.raises(InvalidSpecError) as refused:
+        parse_broadcast_job(body)
+    assert [(e.path, e.message) for e in refused.value.errors] == [("spec.rerunOnTemplateChange", "must be a boolean")]
