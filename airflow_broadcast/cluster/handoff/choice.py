@@ -25,7 +25,15 @@ from airflow_broadcast.cluster.handoff.watch import acting, wait_resource
 from airflow_broadcast.cluster.job_records import SUBMITTED_BY, get_record, record_name, record_view
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.cluster.reconcile_loop import LoopReason
-from airflow_broadcast.reconcilers.handoff import Controller, Decision, decide, foreign_manager, provider_only_fields
+from airflow_broadcast.exceptions import JobConflictError
+from airflow_broadcast.reconcilers.handoff import (
+    Controller,
+    Decision,
+    decide,
+    foreign_manager,
+    provider_only_fields,
+    resource_view,
+)
 from airflow_broadcast.reconcilers.kind import JobKind
 from airflow_broadcast.specs.field_errors import InvalidSpecError, forbidden
 
@@ -52,6 +60,7 @@ async def hand_off(client: KubeClient, kind: JobKind[Any, Any], manifest: Mappin
             "is run by this provider only: with controller='cluster' the cluster's controller runs the job, "
             f"and its {kind.name} CRD would drop the field")) for path in extensions])
     if extensions:
+        await _refuse_beside_running_resource(client, kind, namespace, name, extensions)
         return HandOff(decide("auto", kind.name, extensions=extensions))
     if requested == "auto":
         if reattach and await _record_running(client, kind, namespace, name, submitter):
@@ -76,6 +85,27 @@ async def hand_off(client: KubeClient, kind: JobKind[Any, Any], manifest: Mappin
         return HandOff(decide("auto", kind.name, crd_served=True, acting=True), probe.resource, reattached)
     await delete_resource(client, kind.name, namespace, name, uid)
     return HandOff(decide("auto", kind.name, crd_served=True, acting=False))
+
+
+async def _refuse_beside_running_resource(client: KubeClient, kind: JobKind[Any, Any], namespace: str, name: str,
+                                         extensions: list[str]) -> None:
+    """JobConflictError while the cluster's controller runs a job of this name: the manifest now sets a field
+    only this provider runs (say a retry, after the DAG added it, of a try that handed the job off), and two
+    controllers would each put a pod on every node. A resource this identity may not read is not looked at."""
+    try:
+        existing = await get_resource(client, kind.name, namespace, name)
+    except Forbidden:
+        return
+    if existing is None:
+        return
+    view = resource_view(existing)
+    if kind.is_finished(view.status):
+        return
+    owner = view.annotations.get(SUBMITTED_BY) or "someone else"
+    raise JobConflictError(
+        f"{kind.name} {namespace}/{name} runs with the cluster's controller (uid {view.uid}, submitted by {owner}), "
+        f"and this manifest sets {', '.join(extensions)}, which only this provider runs, so Airflow would run a "
+        "second copy of the job beside it; wait for it, delete it, or give this job another name")
 
 
 async def _record_running(client: KubeClient, kind: JobKind[Any, Any], namespace: str, name: str,

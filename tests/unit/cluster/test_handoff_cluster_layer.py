@@ -166,3 +166,40 @@ async def test_auto_leaves_a_job_managed_by_another_controller_to_it_without_a_p
                             requested="auto", submitter="a", reattach=True, probe_seconds=10)
 
     assert chosen.decision.controller == "cluster" and fake.object(PATH) is not None
+
+
+BCJ_API = "apps.kruise.io/v1beta1"
+
+
+def bcj_manifest(**spec: Any) -> dict[str, Any]:
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
+    return {"apiVersion": BCJ_API, "kind": "BroadcastJob", "metadata": {"name": "job", "namespace": "ns"},
+            "spec": {"template": template, **spec}}
+
+
+@pytest.mark.parametrize("phase", ["running", "completed"])
+async def test_a_provider_only_field_is_refused_beside_a_running_resource_of_that_name(phase: str) -> None:
+    """A retry that adds `waves` after its earlier try handed the job off must not run a second copy."""
+    from airflow_broadcast.reconcilers.broadcast_job.kind import BroadcastJobKind
+
+    fake = FakeCluster(apis=[BCJ_API])
+    client, kind = KubeClient(fake), BroadcastJobKind()
+    await submit_resource(client, kind, bcj_manifest(), submitter="d/t/1", reattach=True)
+    path = resource_path("BroadcastJob", "ns", "job")
+    status = {"phase": phase, "desired": 2, "active": 2 if phase == "running" else 0, "succeeded": 0, "failed": 0}
+    if phase == "completed":
+        status["conditions"] = [{"type": "Complete", "status": "True", "reason": "Complete"}]
+    fake.patch(path, {"status": status})
+    with_waves = bcj_manifest(waves={"size": 1})
+
+    if phase == "running":
+        with pytest.raises(JobConflictError, match=(
+                r"BroadcastJob ns/job runs with the cluster's controller \(uid .+, submitted by d/t/1\), and this "
+                r"manifest sets spec.waves, which only this provider runs")):
+            await hand_off(client, kind, with_waves, requested="auto", submitter="d/t/1", reattach=True,
+                           probe_seconds=10)
+    else:
+        chosen = await hand_off(client, kind, with_waves, requested="auto", submitter="d/t/1", reattach=True,
+                                probe_seconds=10)
+        assert chosen.decision.controller == "airflow" and "spec.waves" in chosen.decision.reason
+    assert [r.verb for r in fake.requests if r.verb == "POST"] == ["POST"], "nothing more was created"
