@@ -18,15 +18,11 @@ from airflow_broadcast.cluster.informers import Informer, shared_informer
 from airflow_broadcast.cluster.kube_client import JsonDict, KubeClient
 from airflow_broadcast.cluster.wake import Wake
 from airflow_broadcast.reconcilers.journal import ChangeTracker
-from airflow_broadcast.reconcilers.observed import PodInfo
+from airflow_broadcast.reconcilers.observed import STUCK_WAITING_REASONS, PodInfo
 from airflow_broadcast.reconcilers.startup import StartupStall
 from airflow_broadcast.specs.timestamps import from_rfc3339
 
-# Container waiting reasons that mean "this will not start by itself soon"; ContainerCreating is not one.
-WAITING_WARNINGS = frozenset({
-    "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError",
-    "CreateContainerError", "CrashLoopBackOff", "RunContainerError",
-})
+WAITING_WARNINGS = STUCK_WAITING_REASONS
 EXIT_WARNINGS = frozenset({"OOMKilled", "ContainerCannotRun"})  # terminated reasons
 FEED_INTERVAL_SECONDS = 1.0
 MAX_MESSAGE = 1024

@@ -67,7 +67,8 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         restarts=sum(int(cs.get("restartCount", 0) or 0) for cs in statuses),
         spec=_placement_fields(spec),
         exits=tuple(exits),
-        init_exits=_init_failures(spec, status.get("initContainerStatuses") or []),
+        init_exits=() if status.get("phase") == "Failed" and status.get("reason")  # Evicted & co: the pod's reason
+        else _init_failures(spec, status.get("initContainerStatuses") or []),
         waiting_reason=waiting,
         pending_message=pending,
         created_at=from_rfc3339(meta.get("creationTimestamp")) or 0.0,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from airflow_broadcast.cluster.api_errors import ClusterApiError
 from airflow_broadcast.cluster.api_paths import api_path
@@ -41,12 +41,20 @@ async def log_tail(client: KubeClient, namespace: str, pod: str, *, container: s
     return (await log_tails(client, namespace, [pod], container=container, lines=lines, max_bytes=max_bytes))[pod]
 
 
-async def log_tails(client: KubeClient, namespace: str, pods: Sequence[str], *, container: str | None = None,
-                    lines: int = TAIL_LINES, max_bytes: int = TAIL_BYTES) -> dict[str, str]:
-    """Tails of several pods; every name is checked before the first request (InvalidApiPath)."""
-    paths = [log_path(namespace, pod) for pod in pods]
+def _query(lines: int, max_bytes: int, container: str | None) -> dict[str, str | int]:
     query: dict[str, str | int] = {"tailLines": lines, "limitBytes": max_bytes}
     if container:
         query["container"] = container
-    texts = await asyncio.gather(*(_tail(client, path, query, lines, max_bytes) for path in paths))
+    return query
+
+
+async def log_tails(client: KubeClient, namespace: str, pods: Sequence[str], *, container: str | None = None,
+                    containers: Mapping[str, str] | None = None, lines: int = TAIL_LINES,
+                    max_bytes: int = TAIL_BYTES) -> dict[str, str]:
+    """Tails of several pods, of `container` or the pod's own in `containers`; every name is checked before the
+    first request (InvalidApiPath)."""
+    paths = [log_path(namespace, pod) for pod in pods]
+    queries = [_query(lines, max_bytes, (containers or {}).get(pod) or container) for pod in pods]
+    texts = await asyncio.gather(*(_tail(client, path, query, lines, max_bytes)
+                                   for path, query in zip(paths, queries, strict=True)))
     return dict(zip(pods, texts, strict=True))

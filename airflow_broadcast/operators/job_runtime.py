@@ -112,7 +112,7 @@ def conclude(args: JobTriggerArgs, outcome: str, message: str, log: TaskLog, *,
             pods = kind.failed_children(summary)[:max_logged_failures]
             try:
                 tails = await log_tails(client, args.namespace, pods, container=kind.log_container(record.manifest),
-                                        lines=log_tail_lines)
+                                        containers=kind.failed_in_other_containers(summary), lines=log_tail_lines)
             except InvalidApiPath as exc:
                 raise JobFailedError(shown_message(
                     f"{args.kind} {args.namespace}/{record.job_name}: its record's status names a failed pod that "

@@ -127,6 +127,10 @@ class JobKind(Protocol[ObservedT_contra, SummaryT]):
         """Pods whose log tails explain the failure."""
         ...
 
+    def failed_in_other_containers(self, summary: SummaryT) -> dict[str, str]:
+        """Failed pod → the container whose log explains it, where that is not `log_container` (an init container)."""
+        ...
+
     def failed_units(self, summary: SummaryT) -> dict[str, str]:
         """Unit (node, replica) → one line about its failure, for progress logging."""
         ...

@@ -13,6 +13,11 @@ from typing import Any
 RECORD_UID_LABEL = "airflow-broadcast.io/job-uid"  # on every child: the uid of the record that owns it
 # On a record's part (a ConfigMap it owns that holds detail too large for it): the record's uid.
 RECORD_PART_LABEL = "airflow-broadcast.io/part-of"
+# Container waiting reasons that mean "this will not start by itself soon"; ContainerCreating is not one.
+STUCK_WAITING_REASONS = frozenset({
+    "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError",
+    "CreateContainerError", "CrashLoopBackOff", "RunContainerError",
+})
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,11 @@ class PodInfo:
             if container is None or exit_.container == container:
                 return exit_
         return None
+
+    @property
+    def failed_in_init(self) -> bool:
+        """It ended before any of its containers did: an init container failed."""
+        return not self.exits and bool(self.init_exits)
 
     def final_exit(self) -> ContainerExit | None:
         """The exit that tells how the pod ended: its first ended container, else its first failed init

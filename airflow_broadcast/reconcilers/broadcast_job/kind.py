@@ -38,6 +38,8 @@ class NodeResult(TypedDict, total=False):
     exitCode: int
     reason: str
     message: str
+    container: str  # the init container a pod failed in
+    template: str  # V18: the hash of the template the pod was built from
 
 
 class BroadcastJobStatus(TypedDict, total=False):
@@ -189,6 +191,10 @@ class BroadcastJobKind:
 
     def failed_children(self, summary: BroadcastJobSummary) -> list[str]:
         return [r["pod"] for _, r in sorted(summary["nodes"].items()) if r.get("phase") == "Failed" and r.get("pod")]
+
+    def failed_in_other_containers(self, summary: BroadcastJobSummary) -> dict[str, str]:
+        return {str(r["pod"]): str(r["container"]) for r in summary["nodes"].values()
+                if r.get("phase") == "Failed" and r.get("pod") and r.get("container")}
 
     def failed_units(self, summary: BroadcastJobSummary) -> dict[str, str]:
         """node → one-line failure description."""

@@ -38,7 +38,7 @@ class NodeLedger:
         self._named: dict[str, NodeInfo] = {}
         self._pods: ChangeTracker[PodInfo] = ChangeTracker()
         self._bucket: dict[int, str] = {}  # owned pods only
-        self.counts = {"active": 0, "failed": 0, "succeeded": 0, "retrying": 0}
+        self.counts = {"active": 0, "failed": 0, "succeeded": 0, "retrying": 0, "retrying_succeeded": 0}
         self.retrying: dict[int, PodInfo] = {}  # F15: failed pods whose nodes run again, kept apart so a pass reads few
         self.fail_job: dict[int, PodInfo] = {}  # F16: failed pods a FailJob rule matches
         self._on_node: dict[str, dict[int, PodInfo]] = {}
@@ -46,7 +46,7 @@ class NodeLedger:
         self._sources: dict[int, Mapping[str, Any]] = {}
         self.stored: dict[str, Any] = {}
         self.rows: dict[str, Row] = {}
-        self.desired = self.done = self.incomplete = self.terminal = self.reruns = 0
+        self.desired = self.done = self.incomplete = self.terminal = self.reruns = self.rerun_successes = 0
         self.rest: list[str] = []
         self.entries: list[str] = []
         self.failed: set[str] = set()
@@ -97,6 +97,7 @@ class NodeLedger:
                 continue
             if bucket:
                 self.counts[bucket] -= 1
+                self.counts["retrying_succeeded"] -= bucket == "retrying" and pod.phase == "Succeeded"
             self.retrying.pop(key, None)
             self.fail_job.pop(key, None)
             if pod.node:
@@ -116,6 +117,7 @@ class NodeLedger:
             bucket = self._bucket[key] = "retrying" if failures.retrying(pod) else bucket_of(pod, self.restart_limit)
             if bucket:
                 self.counts[bucket] += 1
+                self.counts["retrying_succeeded"] += bucket == "retrying" and pod.phase == "Succeeded"
             if bucket == "retrying":
                 self.retrying[key] = pod
             elif failures.rules and failures.fails_job(pod):
@@ -186,6 +188,7 @@ class NodeLedger:
         if row.rest:
             insort(self.rest, name) if sign > 0 else _sorted_remove(self.rest, name)
             self.reruns += sign if row.phase in nt.TERMINAL else 0  # a node whose pod went, to run again
+            self.rerun_successes += sign if row.phase == "Succeeded" else 0
         if row.entry is not None:
             insort(self.entries, name) if sign > 0 else _sorted_remove(self.entries, name)
             self.terminal += sign if row.phase in nt.TERMINAL else 0
@@ -210,6 +213,11 @@ class NodeLedger:
     def waiting(self) -> int:
         """F15: nodes waiting for their next attempt: a retrying pod, or a pod gone and its node to run again."""
         return self.counts["retrying"] + self.reruns
+
+    @property
+    def waiting_successes(self) -> int:
+        """Of `waiting`, the nodes whose last result is a success (V18: a re-run of a new template)."""
+        return self.counts["retrying_succeeded"] + self.rerun_successes
 
     def status_counts(self) -> dict[str, int]:
         """The status counts (S3-S6) and `retrying` (F15)."""

@@ -36,7 +36,8 @@ def take_ledger(spec: BroadcastJobSpec, record: JobRecord, *, kruise_compat: boo
     owner_kind = str(record.owner_reference.get("kind") or "") or None
     restart_limit = spec.failure_policy.restart_limit
     failures = FailureHandling(spec.failure_policy.backoff_limit_per_node, spec.pod_failure_rules,
-                               template_hash(spec.template) if spec.rerun_on_template_change else None)
+                               template_hash(spec.template) if spec.rerun_on_template_change else None,
+                               restart_limit)
     key = (spec.name, record.uid, owner_kind, restart_limit, failures, kruise_compat, id(spec.template),
            spec.node_selection)
     ledger = _kept.pop(record.uid, None)

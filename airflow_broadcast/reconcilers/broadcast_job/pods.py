@@ -164,6 +164,8 @@ def node_result(pod: PodInfo) -> dict[str, Any]:
     if exit_ is not None and pod.terminal:
         result["exitCode"] = exit_.exit_code
         result["reason"] = exit_.reason
+        if pod.failed_in_init:
+            result["container"] = exit_.container  # whose log tells why
         if exit_.message:
             result["message"] = exit_.message[:500]
     elif pod.waiting_reason:

@@ -80,7 +80,10 @@ class _Pass:
     def _finish(self, kind: str, message: str) -> None:
         stamp = to_rfc3339(self.now)
         self.status["conditions"] = [*self.status.get("conditions", []), finish_condition(kind, message, self.now)]
-        self.status["failed"] += self.status.pop("retrying", 0)  # F15: no attempt follows a finished job
+        waiting = self.status.pop("retrying", 0)  # F15: no attempt follows a finished job, the last result stands
+        successes = min(waiting, self.ledger.waiting_successes)
+        self.status["succeeded"] += successes
+        self.status["failed"] += waiting - successes
         self.status.pop(WAVE_ENDED_AT, None)
         self.status["completionTime"] = stamp
         self.finished = True

@@ -15,8 +15,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_broadcast.reconcilers.broadcast_job.pods import TEMPLATE_ANNOTATION, attempt_of
-from airflow_broadcast.reconcilers.observed import PodInfo
+from airflow_broadcast.reconcilers.broadcast_job.pods import (
+    TEMPLATE_ANNOTATION,
+    attempt_of,
+    restart_failed,
+    unschedulable_detail,
+)
+from airflow_broadcast.reconcilers.observed import STUCK_WAITING_REASONS, PodInfo
 from airflow_broadcast.reconcilers.plan import DeleteChild, JobEvent
 from airflow_broadcast.specs.broadcast_job.pod_failure_policy import FailureRule
 
@@ -34,11 +39,14 @@ class FailureHandling:
     backoff_limit: int = 0
     rules: tuple[FailureRule, ...] = ()
     template_id: str | None = None  # V18: set with spec.rerunOnTemplateChange, the hash of the current template
+    restart_limit: int = 0
 
     def stale(self, pod: PodInfo) -> bool:
-        """A finished pod of another template (or of none known), whose node runs again at once (V18)."""
-        return self.template_id is not None and pod.terminal and (
-            pod.annotations.get(TEMPLATE_ANNOTATION) != self.template_id)
+        """A pod of another template (or of none known) whose node runs again at once (V18): it has finished,
+        or it never will by itself (past the restart limit, a container stuck waiting, unschedulable)."""
+        if self.template_id is None or pod.annotations.get(TEMPLATE_ANNOTATION) == self.template_id:
+            return False
+        return pod.terminal or (not pod.deleting and stuck(pod, self.restart_limit))
 
     def stale_entry(self, entry: Mapping[str, Any]) -> bool:
         """A stored result, its pod gone, that another template produced."""
@@ -70,6 +78,13 @@ class FailureHandling:
 
     def delay(self, pod: PodInfo) -> float:
         return 0.0 if self.stale(pod) or self.action(pod) == "Ignore" else backoff_seconds(attempt_of(pod))
+
+
+def stuck(pod: PodInfo, restart_limit: int) -> bool:
+    """A live pod that will not finish by itself: restart-failed, a container stuck waiting, or unschedulable."""
+    waiting = pod.waiting.reason if pod.waiting is not None else ""
+    return (restart_failed(pod, restart_limit) or pod.waiting_reason in STUCK_WAITING_REASONS
+            or waiting in STUCK_WAITING_REASONS or unschedulable_detail(pod) is not None)
 
 
 def _match(rule: FailureRule, pod: PodInfo) -> str | None:
@@ -117,7 +132,8 @@ def retry_deletes(pods: Iterable[PodInfo], now: float, handling: FailureHandling
 
 
 def _rerun(pod: PodInfo, stale: bool) -> DeleteChild:
-    reason, why = (TEMPLATE_REASON, "ran an earlier template") if stale else (RETRY_REASON, "failed")
+    earlier = "ran" if pod.terminal else "runs"
+    reason, why = (TEMPLATE_REASON, f"{earlier} an earlier template") if stale else (RETRY_REASON, "failed")
     return DeleteChild("Pod", pod.name, pod.uid, reason, done_event=JobEvent(
         "Normal", reason, f"Pod {pod.name} on node {pod.node} {why}; the node runs again"))
 

@@ -249,7 +249,7 @@ def failure_summary(replica_type: str, index: int | None, pod: PodInfo | None, r
     exit_ = tensorflow_exit(pod) or pod.final_exit()
     if exit_ is not None:
         summary["exitCode"] = exit_.exit_code
-    if pod.phase == "Failed" and pod.waiting_reason:
+    if pod.phase == "Failed" and pod.waiting_reason and not pod.failed_in_init:
         summary["reason"] = pod.waiting_reason
         summary["message"] = _clip(pod.pending_message or message)
     elif exit_ is not None:

@@ -165,6 +165,9 @@ class TFJobKind:
         pod = summary["failure"]["pod"] if summary["failure"] else None
         return [pod] if pod else []
 
+    def failed_in_other_containers(self, summary: TFJobSummary) -> dict[str, str]:
+        return {}
+
     def failed_units(self, summary: TFJobSummary) -> dict[str, str]:
         """replica → one-line failure description."""
         cause = summary["failure"]

@@ -114,3 +114,20 @@ def test_log_tails_are_capped_in_lines_and_bytes(text: str, lines: int, max_byte
 ])
 def test_a_request_route_drops_the_namespace_and_the_name(verb: str, path: str, route: str) -> None:
     assert request_route(verb, path) == route
+
+
+async def test_each_failed_pod_is_tailed_in_its_own_container_where_one_is_named() -> None:
+    """A pod that failed in an init container has nothing in its main container's log: tail the init one."""
+
+    class Logs(KubeClient):
+        def __init__(self) -> None:
+            self.asked: list[tuple[str, Any]] = []
+
+        async def request_text(self, method: str, path: str, *, query: Any = None, **_: Any) -> str:
+            self.asked.append((path.split("/")[-2], (query or {}).get("container")))
+            return "line"
+
+    client = Logs()
+    tails = await log_tails(client, "ns", ["job-a", "job-b"], container="main", containers={"job-b": "check"})
+    assert tails == {"job-a": "line", "job-b": "line"}
+    assert sorted(client.asked) == [("job-a", "main"), ("job-b", "check")]

@@ -112,3 +112,11 @@ def test_a_main_container_exit_comes_before_a_failed_init_container() -> None:
     ended = info.final_exit()
     assert ended is not None and (ended.container, ended.exit_code) == ("main", 7)
     assert [e.exit_code for e in info.all_exits] == [7, 5]
+
+
+def test_an_evicted_pod_keeps_its_eviction_as_the_reason_even_when_an_init_container_was_killed() -> None:
+    pod = _init_failed_pod([{"name": "check"}], [_ended("check", 137)])
+    pod["status"].update(reason="Evicted", message="The node was low on resource: memory.")
+    info = pod_info(pod)
+    assert info.init_exits == () and info.final_exit() is None
+    assert (info.waiting_reason, info.pending_message) == ("Evicted", "The node was low on resource: memory.")

@@ -73,6 +73,15 @@ def test_summary_failure_and_progress_name_the_failed_nodes() -> None:
     assert KIND.progress_line(summary) == ("BroadcastJob ops/bcj: 23/23 done (1 succeeded, 22 failed, 0 active), "
                                            "phase failed")
     assert KIND.failure(KIND.summary(_record(started_status()))) is None
+    assert KIND.failed_in_other_containers(summary) == {}
+
+
+def test_a_pod_that_failed_in_an_init_container_is_tailed_in_that_container() -> None:
+    nodes = {"node-00": {"pod": "bcj-00", "phase": "Failed", "exitCode": 3, "reason": "Init:Error",
+                         "container": "check"},
+             "node-01": {"pod": "bcj-01", "phase": "Failed", "exitCode": 1, "reason": "Error"}}
+    status = started_status(phase="failed", desired=2, failed=2, nodes=nodes)
+    assert KIND.failed_in_other_containers(KIND.summary(_record(status))) == {"bcj-00": "check"}
 
 
 def test_the_log_container_is_the_templates_first() -> None:

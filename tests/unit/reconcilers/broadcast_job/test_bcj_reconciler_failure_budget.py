@@ -119,15 +119,26 @@ def test_F17_a_budget_edited_past_validation_counts_as_none() -> None:
 
 @pytest.mark.parametrize("requested", ["cluster", "auto"])
 async def test_F17_hand_off_never_gives_a_budget_to_the_cluster_controller(requested: str) -> None:
+    from airflow_broadcast.cluster.api_errors import NotFound
     from airflow_broadcast.cluster.handoff.choice import hand_off
     from airflow_broadcast.reconcilers.broadcast_job.kind import BroadcastJobKind
 
-    class NoRequests:
-        def __getattr__(self, name: str) -> Any:
-            raise AssertionError(f"no request may be made ({name})")
+    class OnlyLooks:
+        """Creates nothing; in `auto`, looks once for a resource of that name run by the cluster (none here)."""
 
+        def __init__(self) -> None:
+            self.gets: list[str] = []
+
+        async def get(self, path: str, **_: Any) -> Any:
+            self.gets.append(path)
+            raise NotFound(404, "NotFound", "the server could not find the requested resource")
+
+        def __getattr__(self, name: str) -> Any:
+            raise AssertionError(f"no request but a GET may be made ({name})")
+
+    client = OnlyLooks()
     stored = to_manifest(make_spec(max_failed_nodes=2))
-    call = hand_off(NoRequests(), BroadcastJobKind(FIXED), stored, requested=requested,  # type: ignore[arg-type]
+    call = hand_off(client, BroadcastJobKind(FIXED), stored, requested=requested,  # type: ignore[arg-type]
                     submitter="dag/task", reattach=True, probe_seconds=5)
     if requested == "cluster":
         with pytest.raises(InvalidSpecError) as refused:
@@ -138,6 +149,8 @@ async def test_F17_hand_off_never_gives_a_budget_to_the_cluster_controller(reque
         chosen = await call
         assert chosen.decision.controller == "airflow" and chosen.resource is None
         assert "spec.failurePolicy.maxFailedNodes" in chosen.decision.reason
+    looked = "/apis/apps.kruise.io/v1beta1/namespaces/ops/broadcastjobs/bcj"
+    assert client.gets == ([] if requested == "cluster" else [looked])
 
 
 def test_F17_a_pause_stays_when_nodes_join_and_the_percent_budget_grows() -> None:

@@ -180,5 +180,5 @@ def test_S11_a_pod_that_failed_in_an_init_container_reports_its_exit_as_kubectl_
     plan = reconcile_broadcast_job(spec, make_record(started_status()), make_nodes(1), [failed], NOW)
     assert plan.status is not None
     row = plan.status["nodes"]["node-00"]
-    assert (row["phase"], row["exitCode"], row["reason"], row["message"]) == (
-        "Failed", 4, "Init:Error", "disk not mounted")
+    assert (row["phase"], row["exitCode"], row["reason"], row["message"], row["container"]) == (
+        "Failed", 4, "Init:Error", "disk not mounted", "check")

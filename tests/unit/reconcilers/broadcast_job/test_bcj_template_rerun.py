@@ -111,6 +111,59 @@ def test_V18_a_policy_pause_ends_when_the_failed_nodes_are_re_run_with_a_fixed_t
     assert [e.reason for e in plan.events] == ["Continue"]
     assert {d.name for d in plan.deletes} == {failed, succeeded}
     assert events_of(plan, "Paused") == []
+    plan = cluster.step()
+    current = template_hash(cluster.spec.template)
+    assert [p["metadata"]["annotations"][TEMPLATE_ANNOTATION] for p in plan.create_pods] == [current] * 2
+    cluster.set_phase("Succeeded")
+    cluster.step()
+    assert (cluster.status["phase"], cluster.status["succeeded"], cluster.status["failed"]) == ("completed", 2, 0)
+
+
+@pytest.mark.parametrize("stuck", ["restart-failed", "image", "unschedulable"])
+def test_V18_a_pod_of_an_earlier_template_that_cannot_finish_is_replaced_at_once(stuck: str) -> None:
+    """A broken template often leaves pods that never end: fixing it must not wait for them."""
+    policy = "OnFailure" if stuck == "restart-failed" else "Never"
+    cluster = BCJCluster(parse_broadcast_job(rerun_job(failure="Pause", restart_limit=1, restart_policy=policy)),
+                         make_nodes(1), options=FIXED)
+    cluster.step()
+    if stuck == "restart-failed":
+        cluster.set_phase("Running", restarts=5)
+    elif stuck == "image":
+        cluster.set_phase("Pending", waiting_reason="ImagePullBackOff")
+    else:
+        cluster.set_phase("Pending", pending_message="Unschedulable: 0/1 nodes are available")
+    old = cluster.pod_on("node-00").name
+    cluster.step()
+    edit_image(cluster, "busybox:fixed", failure="Pause", restart_limit=1, restart_policy=policy)
+    plan = cluster.step()
+    assert [(d.name, d.reason) for d in plan.deletes] == [(old, TEMPLATE_REASON)]
+    assert [e.message for e in (d.done_event for d in plan.deletes) if e is not None] == [
+        f"Pod {old} on node node-00 runs an earlier template; the node runs again"]
+    assert cluster.status["phase"] == "running"
+
+
+def test_V18_a_healthy_running_pod_of_an_earlier_template_is_left_to_finish() -> None:
+    cluster = BCJCluster(parse_broadcast_job(rerun_job()), make_nodes(1), options=FIXED)
+    cluster.step()
+    cluster.set_phase("Running")
+    edit_image(cluster, "busybox:2")
+    assert cluster.step().deletes == ()
+
+
+def test_V18_a_job_that_fails_while_nodes_wait_for_their_re_run_counts_their_last_results() -> None:
+    """Nodes that succeeded with the old template, not yet re-run, are successes in the final counts."""
+    cluster = BCJCluster(parse_broadcast_job(rerun_job(parallelism=1, ads=100)), make_nodes(3), options=FIXED)
+    for _ in range(2):
+        cluster.step()
+        cluster.set_phase("Succeeded")
+    cluster.step()
+    cluster.set_phase("Running", ["node-02"])
+    edit_image(cluster, "busybox:2", parallelism=1, ads=100)
+    cluster.step()
+    cluster.step(advance=200)
+    status = cluster.status
+    assert status["phase"] == "failed" and status["failureReason"] == "DeadlineExceeded"
+    assert (status["succeeded"], status["failed"], status["desired"]) == (2, 1, 3)
 
 
 def test_V18_the_field_is_a_boolean_of_this_provider_and_round_trips() -> None:

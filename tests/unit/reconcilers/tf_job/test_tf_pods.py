@@ -248,3 +248,13 @@ def test_E14_stuck_terminating_pod_is_surfaced() -> None:
     assert cluster.status["conditions"][-1]["type"] == "Restarting"
     assert not plan.finished
     assert cluster.step(NOW + 60).events == ()
+
+
+def test_N10_a_replica_that_failed_in_an_init_container_names_that_container_in_the_failure() -> None:
+    cluster = running_cluster({"Worker": 2}, "Never")
+    pod = cluster.pods["mnist-worker-1"]
+    cluster.pods["mnist-worker-1"] = replace(pod, phase="Failed", exits=(), waiting_reason="PodInitializing",
+                                             init_exits=(ContainerExit("fetch-data", 3, "Error", "no data"),))
+    cluster.step(NOW + 2)
+    assert cluster.status["failure"] == {"replicaType": "Worker", "index": 1, "pod": "mnist-worker-1",
+                                         "exitCode": 3, "reason": "Init:Error", "message": "no data"}
