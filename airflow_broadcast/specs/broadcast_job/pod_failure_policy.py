@@ -88,14 +88,14 @@ def validate_pod_failure_policy(spec: Mapping[str, Any]) -> list[FieldError]:
     return errors
 
 
-def _container_names(spec: Mapping[str, Any]) -> set[str]:
-    """The template's containers and init containers, as the Job API admits them."""
+def _container_names(spec: Mapping[str, Any]) -> dict[str, bool]:
+    """The template's containers and init containers, as the Job API admits them → whether it is a sidecar."""
     pod = (spec.get("template") or {}).get("spec") or {}
-    return {str(c.get("name")) for key in ("containers", "initContainers") for c in pod.get(key) or []
-            if isinstance(c, Mapping)}
+    return {str(c.get("name")): key == "initContainers" and c.get("restartPolicy") == "Always"
+            for key in ("containers", "initContainers") for c in pod.get(key) or [] if isinstance(c, Mapping)}
 
 
-def _validate_rule(rule: Any, path: str, names: set[str]) -> list[FieldError]:
+def _validate_rule(rule: Any, path: str, names: Mapping[str, bool]) -> list[FieldError]:
     if not isinstance(rule, Mapping):
         return [invalid(path, rule, "must be an object")]
     errors: list[FieldError] = []
@@ -115,7 +115,7 @@ def _validate_rule(rule: Any, path: str, names: set[str]) -> list[FieldError]:
     return errors
 
 
-def _validate_exit_codes(codes: Any, path: str, names: set[str]) -> list[FieldError]:
+def _validate_exit_codes(codes: Any, path: str, names: Mapping[str, bool]) -> list[FieldError]:
     if not isinstance(codes, Mapping):
         return [invalid(path, codes, "must be an object")]
     errors: list[FieldError] = []
@@ -127,6 +127,10 @@ def _validate_exit_codes(codes: Any, path: str, names: set[str]) -> list[FieldEr
     if container is not None and container not in names:
         errors.append(invalid(f"{path}.containerName", container,
                               "must be one of the container or initContainer names in the pod template"))
+    elif container is not None and names[container]:
+        errors.append(invalid(f"{path}.containerName", container, (
+            "is a sidecar (an init container with restartPolicy Always): the kubelet ends it with the pod, "
+            "so its exit code says nothing about the pod and is not looked at")))
     if values is None or values == []:
         return [*errors, required(f"{path}.values")]
     if not isinstance(values, list):

@@ -155,3 +155,12 @@ def test_F16_an_exit_code_rule_matches_a_failed_init_container_as_the_job_contro
     assert cluster.status["phase"] == "failed"
     assert cluster.status["conditions"][0]["message"] == (
         f"Pod {pod} on node node-01 failed with exit code 9, matching podFailurePolicy.rules[0] (FailJob)")
+
+
+def test_F16_a_rule_naming_a_sidecar_is_refused_for_its_exit_is_never_looked_at() -> None:
+    sidecar = {"name": "proxy", "image": "envoy", "restartPolicy": "Always"}
+    with pytest.raises(InvalidSpecError) as refused:
+        parse_broadcast_job(with_rules(exit_rule("FailJob", "In", 1, container="proxy"),
+                                       pod_spec={"initContainers": [sidecar]}))
+    assert [e.path for e in refused.value.errors] == ["spec.podFailurePolicy.rules[0].onExitCodes.containerName"]
+    assert "is a sidecar" in refused.value.errors[0].message
