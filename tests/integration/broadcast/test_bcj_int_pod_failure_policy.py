@@ -44,3 +44,26 @@ def test_F16_an_ignored_exit_code_runs_the_node_again_without_counting(
     assert (status["phase"], status["succeeded"], status["failed"]) == ("completed", 2, 0)
     attempts = [n["attempt"] for n in status["nodes"].values()]
     assert len(attempts) == 2 and min(attempts) >= 2, "every pod created before the time failed, and was re-run"
+
+
+INIT_CHECK = {"initContainers": [{"name": "check", "image": "busybox"}]}
+
+
+def test_F16_a_rule_on_an_init_container_fails_the_job_when_that_container_fails(
+        engine: Any, node_factory: Any, namespace: str) -> None:
+    (node,) = node_factory(1, labels={"pool": namespace})
+    manifest = bcj("init-ruled", namespace, annotations={f"{SIM}/init-fail": "4"}, pod_spec=INIT_CHECK,
+                   failurePolicy={"type": "Continue"},
+                   podFailurePolicy={"rules": [{"action": "FailJob", "onExitCodes": {
+                       "containerName": "check", "operator": "In", "values": [4]}}]})
+
+    outcome = engine.drive(engine.submit(manifest), KIND, timeout=60)
+
+    assert outcome.reason == "finished"
+    status = engine.status(KIND, "init-ruled")
+    assert (status["phase"], status["failureReason"]) == ("failed", RULE_REASON)
+    assert condition(status, "Failed")["message"].endswith(
+        f"on node {node} failed with exit code 4, matching podFailurePolicy.rules[0] (FailJob)")
+    row = status["nodes"][node]
+    assert (row["phase"], row["exitCode"], row["reason"], row["container"], row["message"]) == (
+        "Failed", 4, "Init:Error", "check", "init check failed")
