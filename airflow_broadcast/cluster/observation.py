@@ -69,6 +69,7 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         exits=tuple(exits),
         init_exits=() if status.get("phase") == "Failed" and status.get("reason")  # Evicted & co: the pod's reason
         else _init_failures(spec, status.get("initContainerStatuses") or []),
+        init_waiting_reason=_init_waiting(status.get("initContainerStatuses") or []),
         waiting_reason=waiting,
         pending_message=pending,
         created_at=from_rfc3339(meta.get("creationTimestamp")) or 0.0,
@@ -95,6 +96,14 @@ def _init_failures(spec: Mapping[str, Any], statuses: list[Mapping[str, Any]]) -
         if terminated and int(terminated.get("exitCode", 0) or 0) != 0 and str(cs.get("name", "")) not in sidecars:
             ended.append(_exit(cs, terminated))
     return tuple(ended)
+
+
+def _init_waiting(statuses: list[Mapping[str, Any]]) -> str:
+    for cs in statuses:
+        reason = str(((cs.get("state") or {}).get("waiting") or {}).get("reason") or "")
+        if reason and reason != "PodInitializing":
+            return reason
+    return ""
 
 
 def _waiting_with_message(statuses: list[Mapping[str, Any]]) -> ContainerWaiting | None:

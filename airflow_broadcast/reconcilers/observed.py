@@ -107,6 +107,8 @@ class PodInfo:
     """(type, status) of each condition of a Failed pod (e.g. DisruptionTarget), for podFailurePolicy; else ()."""
     init_exits: tuple[ContainerExit, ...] = ()
     """Init containers that ended with a non-zero code (sidecars left out): why a pod failed before it ran."""
+    init_waiting_reason: str = ""
+    """The first init container's waiting reason other than PodInitializing (an init image that won't pull)."""
 
     @property
     def terminal(self) -> bool:

@@ -29,6 +29,7 @@ from airflow_broadcast.exceptions import JobConflictError
 from airflow_broadcast.reconcilers.handoff import (
     Controller,
     Decision,
+    controller_acting,
     decide,
     foreign_manager,
     provider_only_fields,
@@ -60,7 +61,7 @@ async def hand_off(client: KubeClient, kind: JobKind[Any, Any], manifest: Mappin
             "is run by this provider only: with controller='cluster' the cluster's controller runs the job, "
             f"and its {kind.name} CRD would drop the field")) for path in extensions])
     if extensions:
-        await _refuse_beside_running_resource(client, kind, namespace, name, extensions)
+        await _refuse_beside_running_resource(client, kind, namespace, name, extensions, submitter)
         return HandOff(decide("auto", kind.name, extensions=extensions))
     if requested == "auto":
         if reattach and await _record_running(client, kind, namespace, name, submitter):
@@ -88,10 +89,12 @@ async def hand_off(client: KubeClient, kind: JobKind[Any, Any], manifest: Mappin
 
 
 async def _refuse_beside_running_resource(client: KubeClient, kind: JobKind[Any, Any], namespace: str, name: str,
-                                         extensions: list[str]) -> None:
+                                         extensions: list[str], submitter: str) -> None:
     """JobConflictError while the cluster's controller runs a job of this name: the manifest now sets a field
     only this provider runs (say a retry, after the DAG added it, of a try that handed the job off), and two
-    controllers would each put a pod on every node. A resource this identity may not read is not looked at."""
+    controllers would each put a pod on every node. A resource this identity may not read is not looked at;
+    one this task made that no controller acted on (an earlier try's probe, cut short) is deleted, as a probe
+    would have deleted it."""
     try:
         existing = await get_resource(client, kind.name, namespace, name)
     except Forbidden:
@@ -100,6 +103,9 @@ async def _refuse_beside_running_resource(client: KubeClient, kind: JobKind[Any,
         return
     view = resource_view(existing)
     if kind.is_finished(view.status):
+        return
+    if view.annotations.get(SUBMITTED_BY) == submitter and not controller_acting(kind.name, view.status):
+        await delete_resource(client, kind.name, namespace, name, view.uid)
         return
     owner = view.annotations.get(SUBMITTED_BY) or "someone else"
     raise JobConflictError(

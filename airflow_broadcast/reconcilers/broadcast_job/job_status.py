@@ -47,3 +47,12 @@ def deadline_left(spec: BroadcastJobSpec, status: Mapping[str, Any], now: float,
     if ads is None or started is None or spec.completion_policy.type == "Never":
         return None
     return started + ads - now
+
+
+def settle_waiting(status: dict[str, Any], successes: int) -> None:
+    """A finished job gives no node another attempt: each node that waited for one counts by its last result
+    (`successes` of them succeeded: V18 re-runs of a new template), and `retrying` goes."""
+    waiting = int(status.pop("retrying", 0))
+    kept = min(waiting, successes)
+    status["succeeded"] += kept
+    status["failed"] += waiting - kept

@@ -224,6 +224,9 @@ class NodeLedger:
         return {"active": self.counts["active"], "failed": self.counts["failed"],
                 "succeeded": self.counts["succeeded"] + self.done, "desired": self.desired, "retrying": self.waiting}
 
+    def bucket(self, pod: PodInfo) -> str:
+        return self._bucket.get(id(pod), "")
+
     def owned_pods(self, pods: Sequence[PodInfo], bucket: str) -> list[PodInfo]:
         """The owned pods of one bucket in input order (only on a pass that deletes them: O(pods))."""
         return [p for p in pods if self._bucket.get(id(p)) == bucket]

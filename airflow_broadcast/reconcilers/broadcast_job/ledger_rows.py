@@ -128,8 +128,8 @@ def compute_row(name: str, node: NodeInfo | None, pod: PodInfo | None, before: M
         return EMPTY
     if pod is not None:
         reason = pod_fits(pod, node)
-        if reason is not None and not pod.deleting:
-            return Row(misfit=pod, ineligible=reason)
+        if reason is not None and not pod.deleting:  # V18: a pod to re-run goes as such, its node then left out
+            return Row(ineligible=reason) if rules.failures.stale(pod) else Row(misfit=pod, ineligible=reason)
         return Row(desired=True, pod=pod, entry=dict(_results(pod.uid or pod.name, pod, None, _result)),
                    retrying=rules.failures.retrying(pod),
                    warning=_unschedulable_warning(name, pod, before) if rules.warn_unschedulable else None)

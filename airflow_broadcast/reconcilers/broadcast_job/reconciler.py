@@ -15,6 +15,7 @@ from airflow_broadcast.reconcilers.broadcast_job.job_status import (
     deadline_left,
     finish_condition,
     job_finished,
+    settle_waiting,
     ttl_expiry,
 )
 from airflow_broadcast.reconcilers.broadcast_job.ledger import INLINE_SOURCE
@@ -61,6 +62,7 @@ class _Pass:
         self.requeue: float | None = None
         self.finished = False
         self.first_pass = False
+        self.left_waiting = 0
 
     # ---- helpers ---------------------------------------------------------------------
     def _event(self, type_: str, reason: str, message: str) -> None:
@@ -80,10 +82,7 @@ class _Pass:
     def _finish(self, kind: str, message: str) -> None:
         stamp = to_rfc3339(self.now)
         self.status["conditions"] = [*self.status.get("conditions", []), finish_condition(kind, message, self.now)]
-        waiting = self.status.pop("retrying", 0)  # F15: no attempt follows a finished job, the last result stands
-        successes = min(waiting, self.ledger.waiting_successes)
-        self.status["succeeded"] += successes
-        self.status["failed"] += waiting - successes
+        settle_waiting(self.status, self.ledger.waiting_successes)  # F15: no attempt follows a finished job
         self.status.pop(WAVE_ENDED_AT, None)
         self.status["completionTime"] = stamp
         self.finished = True
@@ -180,6 +179,8 @@ class _Pass:
 
         if job_failed:  # RC18
             deleted = self._delete(self.ledger.owned_pods(self.all_pods, "active"), reason)
+            self._delete(sorted((p for p in self.ledger.retrying.values() if not (p.terminal or p.deleting)),
+                                key=lambda p: p.name), reason)  # V18: stuck pods of an earlier template
             self.status["failed"] += deleted
             self.status["active"] -= deleted
             self.status["phase"] = "failed"
@@ -190,9 +191,11 @@ class _Pass:
 
         misfits = self.ledger.misfits
         if misfits:
-            deleted = self._delete([misfits[n] for n in sorted(misfits)], "NodeNoLongerEligible")
-            self.status["failed"] += deleted
-            self.status["active"] -= deleted
+            pods = [misfits[n] for n in sorted(misfits)]
+            self.status["failed"] += self._delete(pods, "NodeNoLongerEligible")
+            self.left_waiting = sum(self.ledger.bucket(p) == "retrying" for p in pods)  # F15: no longer waits
+            self.status["active"] -= len(pods) - self.left_waiting
+            self.status["retrying"] -= self.left_waiting
         if self.ledger.retrying:  # F15/F16: delete each retrying pod whose backoff has passed
             deletes, wait = retry_deletes(self.ledger.retrying.values(), self.now, rules, self.ledger.misfits)
             self.deletes, self.requeue = [*self.deletes, *deletes], earliest(self.requeue, wait)
@@ -203,6 +206,7 @@ class _Pass:
             create_limit = self._plan_creates(self.ledger.rest)
         if self._complete():
             self.status["phase"] = "completed"
+            settle_waiting(self.status, self.ledger.waiting_successes)  # only pods on nodes left out can wait
             succeeded, failed_n = self.status["succeeded"], self.status["failed"]
             self._finish("Complete", f"Job completed, {succeeded} pods succeeded, {failed_n} pods failed")
             self._event("Normal", "JobComplete", f"Job {self.record.namespace}/{self.spec.name} is completed, "
@@ -265,7 +269,7 @@ class _Pass:
                 for index, entries in ledger.open_book(parts).writes(ledger.rows, done=done).items()}
 
     def _plan(self, create_limit: int | None = None) -> Plan:
-        waiting = 0 if self.finished else self.ledger.waiting  # after this pass's creates
+        waiting = 0 if self.finished else self.ledger.waiting - self.left_waiting  # after this pass's creates
         self.status.update(retrying=waiting) if waiting else self.status.pop("retrying", None)
         record_parts = self._store_table()
         changed = self.status != dict(self.record.status)

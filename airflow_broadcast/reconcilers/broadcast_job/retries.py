@@ -42,11 +42,12 @@ class FailureHandling:
     restart_limit: int = 0
 
     def stale(self, pod: PodInfo) -> bool:
-        """A pod of another template (or of none known) whose node runs again at once (V18): it has finished,
-        or it never will by itself (past the restart limit, a container stuck waiting, unschedulable)."""
+        """A pod of another template (or of none known) whose node runs again (V18): it has finished, it is
+        going, or it never will finish by itself (past the restart limit, a container stuck waiting,
+        unschedulable)."""
         if self.template_id is None or pod.annotations.get(TEMPLATE_ANNOTATION) == self.template_id:
             return False
-        return pod.terminal or (not pod.deleting and stuck(pod, self.restart_limit))
+        return pod.terminal or pod.deleting or stuck(pod, self.restart_limit)
 
     def stale_entry(self, entry: Mapping[str, Any]) -> bool:
         """A stored result, its pod gone, that another template produced."""
@@ -83,8 +84,8 @@ class FailureHandling:
 def stuck(pod: PodInfo, restart_limit: int) -> bool:
     """A live pod that will not finish by itself: restart-failed, a container stuck waiting, or unschedulable."""
     waiting = pod.waiting.reason if pod.waiting is not None else ""
-    return (restart_failed(pod, restart_limit) or pod.waiting_reason in STUCK_WAITING_REASONS
-            or waiting in STUCK_WAITING_REASONS or unschedulable_detail(pod) is not None)
+    return (restart_failed(pod, restart_limit) or unschedulable_detail(pod) is not None
+            or bool({pod.waiting_reason, waiting, pod.init_waiting_reason} & STUCK_WAITING_REASONS))
 
 
 def _match(rule: FailureRule, pod: PodInfo) -> str | None:

@@ -255,6 +255,8 @@ def failure_summary(replica_type: str, index: int | None, pod: PodInfo | None, r
     elif exit_ is not None:
         summary["reason"] = exit_.reason or reason
         summary["message"] = _clip(exit_.message or message)
+        if pod.failed_in_init:
+            summary["container"] = exit_.container  # whose log tells why
     elif not pod.terminal:
         summary["reason"] = "Terminating"
     return summary

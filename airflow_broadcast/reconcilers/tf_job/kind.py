@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, TypedDict, cast
+from typing import Any, ClassVar, Literal, NotRequired, TypedDict, cast
 
 from airflow_broadcast.reconcilers.kind import Condition, JobIdentity, ParsedJob, identity, spec_section
 from airflow_broadcast.reconcilers.observed import JobRecord, PodGroupInfo, PodInfo, ServiceInfo
@@ -35,6 +35,7 @@ class FailureCause(TypedDict):
     exitCode: int | None
     reason: str
     message: str
+    container: NotRequired[str]  # the init container the pod failed in
 
 
 class TFJobStatus(TypedDict, total=False):
@@ -166,7 +167,10 @@ class TFJobKind:
         return [pod] if pod else []
 
     def failed_in_other_containers(self, summary: TFJobSummary) -> dict[str, str]:
-        return {}
+        cause = summary["failure"]
+        if not cause or not cause.get("pod") or not cause.get("container"):
+            return {}
+        return {str(cause["pod"]): str(cause["container"])}
 
     def failed_units(self, summary: TFJobSummary) -> dict[str, str]:
         """replica → one-line failure description."""

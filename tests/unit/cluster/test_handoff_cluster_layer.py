@@ -203,3 +203,24 @@ async def test_a_provider_only_field_is_refused_beside_a_running_resource_of_tha
                                 probe_seconds=10)
         assert chosen.decision.controller == "airflow" and "spec.waves" in chosen.decision.reason
     assert [r.verb for r in fake.requests if r.verb == "POST"] == ["POST"], "nothing more was created"
+
+
+@pytest.mark.parametrize("submitter", ["d/t/1", "someone/else/1"])
+async def test_a_resource_no_controller_acted_on_is_this_tasks_probe_to_delete_or_anothers_to_leave(
+        submitter: str) -> None:
+    """An earlier try's probe, cut short, is deleted as the probe would have; someone else's job is refused."""
+    from airflow_broadcast.reconcilers.broadcast_job.kind import BroadcastJobKind
+
+    fake = FakeCluster(apis=[BCJ_API])
+    client, kind = KubeClient(fake), BroadcastJobKind()
+    await submit_resource(client, kind, bcj_manifest(), submitter=submitter, reattach=True)
+    path = resource_path("BroadcastJob", "ns", "job")
+    call = hand_off(client, kind, bcj_manifest(waves={"size": 1}), requested="auto", submitter="d/t/1",
+                    reattach=True, probe_seconds=10)
+    if submitter == "d/t/1":
+        chosen = await call
+        assert chosen.decision.controller == "airflow" and fake.object(path) is None
+    else:
+        with pytest.raises(JobConflictError, match="submitted by someone/else/1"):
+            await call
+        assert fake.object(path) is not None

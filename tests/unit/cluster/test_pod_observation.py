@@ -120,3 +120,11 @@ def test_an_evicted_pod_keeps_its_eviction_as_the_reason_even_when_an_init_conta
     info = pod_info(pod)
     assert info.init_exits == () and info.final_exit() is None
     assert (info.waiting_reason, info.pending_message) == ("Evicted", "The node was low on resource: memory.")
+
+
+def test_an_init_container_that_cannot_pull_its_image_is_seen_behind_the_waiting_containers() -> None:
+    pod = _init_failed_pod([{"name": "check"}], [
+        {"name": "check", "state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling"}}}])
+    pod["status"]["phase"] = "Pending"
+    info = pod_info(pod)
+    assert (info.waiting_reason, info.init_waiting_reason) == ("PodInitializing", "ImagePullBackOff")

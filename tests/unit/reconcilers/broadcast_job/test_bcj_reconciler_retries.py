@@ -159,3 +159,5 @@ def test_F15_a_retrying_pod_whose_node_no_longer_fits_is_deleted_once_as_a_misfi
     cluster.nodes["node-00"] = replace(cluster.nodes["node-00"], labels={"pool": "b"})
     plan = cluster.step(advance=30)  # its retry is due, and its node no longer fits
     assert [(d.name, d.reason) for d in plan.deletes] == [(name, "NodeNoLongerEligible")], "deleted once"
+    status = cluster.status  # counted once, as failed: it waits for no retry and was never active
+    assert (status["active"], status["failed"], status.get("retrying", 0)) == (1, 1, 0)

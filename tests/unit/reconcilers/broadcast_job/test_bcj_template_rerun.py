@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -119,7 +120,7 @@ def test_V18_a_policy_pause_ends_when_the_failed_nodes_are_re_run_with_a_fixed_t
     assert (cluster.status["phase"], cluster.status["succeeded"], cluster.status["failed"]) == ("completed", 2, 0)
 
 
-@pytest.mark.parametrize("stuck", ["restart-failed", "image", "unschedulable"])
+@pytest.mark.parametrize("stuck", ["restart-failed", "image", "init-image", "unschedulable"])
 def test_V18_a_pod_of_an_earlier_template_that_cannot_finish_is_replaced_at_once(stuck: str) -> None:
     """A broken template often leaves pods that never end: fixing it must not wait for them."""
     policy = "OnFailure" if stuck == "restart-failed" else "Never"
@@ -130,6 +131,8 @@ def test_V18_a_pod_of_an_earlier_template_that_cannot_finish_is_replaced_at_once
         cluster.set_phase("Running", restarts=5)
     elif stuck == "image":
         cluster.set_phase("Pending", waiting_reason="ImagePullBackOff")
+    elif stuck == "init-image":
+        cluster.set_phase("Pending", waiting_reason="PodInitializing", init_waiting_reason="ImagePullBackOff")
     else:
         cluster.set_phase("Pending", pending_message="Unschedulable: 0/1 nodes are available")
     old = cluster.pod_on("node-00").name
@@ -176,3 +179,58 @@ def test_V18_the_field_is_a_boolean_of_this_provider_and_round_trips() -> None:
     with pytest.raises(InvalidSpecError) as refused:
         parse_broadcast_job(body)
     assert [(e.path, e.message) for e in refused.value.errors] == [("spec.rerunOnTemplateChange", "must be a boolean")]
+
+
+def test_V18_a_replaced_pod_that_is_still_terminating_keeps_its_node_waiting_for_the_re_run() -> None:
+    cluster = BCJCluster(parse_broadcast_job(rerun_job()), make_nodes(2), options=FIXED)
+    cluster.step()
+    cluster.set_phase("Succeeded", ["node-01"])
+    cluster.set_phase("Pending", ["node-00"], waiting_reason="ImagePullBackOff")
+    cluster.step()
+    stuck = cluster.pod_on("node-00")
+    edit_image(cluster, "busybox:2")
+    cluster.step()
+    cluster.pods[stuck.name] = replace(stuck, deleting=True)  # its grace period
+    for _ in range(3):
+        plan = cluster.step()
+        cluster.set_phase("Succeeded", ["node-01"])
+    assert not plan.finished and cluster.status["phase"] == "running"
+    assert cluster.status["retrying"] == 1
+    del cluster.pods[stuck.name]
+    cluster.step()
+    cluster.set_phase("Succeeded")
+    cluster.step()
+    current = template_hash(cluster.spec.template)
+    assert cluster.status["phase"] == "completed"
+    assert {n: r["template"] for n, r in cluster.status["nodes"].items()} == {"node-00": current, "node-01": current}
+
+
+def test_V18_a_job_that_fails_deletes_the_stuck_pods_of_an_earlier_template_too() -> None:
+    cluster = BCJCluster(parse_broadcast_job(rerun_job(ads=100)), make_nodes(1), options=FIXED)
+    cluster.step()
+    cluster.set_phase("Pending", waiting_reason="ImagePullBackOff")
+    stuck = cluster.pod_on("node-00")
+    edit_image(cluster, "busybox:2", ads=100)
+    cluster.step(advance=200)  # the deadline passes in the pass that first sees the edit
+    assert cluster.status["phase"] == "failed"
+    assert [(d.name, d.reason) for d in cluster.plans[-1].deletes] == [(stuck.name, "DeadlineExceeded")]
+    assert (cluster.status["active"], cluster.status["failed"]) == (0, 1)
+
+
+def test_V18_a_pod_to_re_run_on_a_node_now_left_out_is_deleted_once_and_counted_once() -> None:
+    cluster = BCJCluster(parse_broadcast_job(rerun_job(pod_spec={"nodeSelector": {"pool": "a"}})),
+                         make_nodes(2, labels={"pool": "a"}), options=FIXED)
+    cluster.step()
+    cluster.set_phase("Succeeded", ["node-00"])
+    cluster.set_phase("Running", ["node-01"])
+    cluster.step()
+    old = cluster.pod_on("node-00").name
+    cluster.nodes["node-00"] = replace(cluster.nodes["node-00"], labels={"pool": "b"})
+    edit_image(cluster, "busybox:2", pod_spec={"nodeSelector": {"pool": "a"}})
+    plan = cluster.step()
+    assert [(d.name, d.reason) for d in plan.deletes] == [(old, TEMPLATE_REASON)]
+    status = cluster.status
+    assert (status["desired"], status["active"], status["succeeded"], status["failed"]) == (1, 1, 0, 0)
+    cluster.step()
+    assert "node-00" in cluster.status["ineligibleNodes"] and not any(
+        p.node == "node-00" for p in cluster.pods.values())

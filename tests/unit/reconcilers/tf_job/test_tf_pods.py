@@ -10,6 +10,7 @@ from support.tf_builders import NOW, TFCluster, make_pod, make_record, make_serv
 
 from airflow_broadcast.reconcilers.observed import ContainerExit, ContainerWaiting
 from airflow_broadcast.reconcilers.plan import JobEvent
+from airflow_broadcast.reconcilers.tf_job.kind import TFJobKind
 from airflow_broadcast.reconcilers.tf_job.reconciler import TFJobOptions, reconcile_tf_job
 from airflow_broadcast.reconcilers.tf_job.status import find_condition
 
@@ -257,4 +258,7 @@ def test_N10_a_replica_that_failed_in_an_init_container_names_that_container_in_
                                              init_exits=(ContainerExit("fetch-data", 3, "Error", "no data"),))
     cluster.step(NOW + 2)
     assert cluster.status["failure"] == {"replicaType": "Worker", "index": 1, "pod": "mnist-worker-1",
-                                         "exitCode": 3, "reason": "Init:Error", "message": "no data"}
+                                         "exitCode": 3, "reason": "Init:Error", "message": "no data",
+                                         "container": "fetch-data"}
+    summary = TFJobKind().summary(cluster.record)
+    assert TFJobKind().failed_in_other_containers(summary) == {"mnist-worker-1": "fetch-data"}
