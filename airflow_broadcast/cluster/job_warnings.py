@@ -22,7 +22,6 @@ from airflow_broadcast.reconcilers.observed import STUCK_WAITING_REASONS, PodInf
 from airflow_broadcast.reconcilers.startup import StartupStall
 from airflow_broadcast.specs.timestamps import from_rfc3339
 
-WAITING_WARNINGS = STUCK_WAITING_REASONS
 EXIT_WARNINGS = frozenset({"OOMKilled", "ContainerCannotRun"})  # terminated reasons
 FEED_INTERVAL_SECONDS = 1.0
 MAX_MESSAGE = 1024
@@ -83,7 +82,7 @@ def status_warnings(pod: PodInfo) -> list[tuple[str, str]]:
     """(reason, message) of the pod's status that are warnings: OOMKilled and the like, stuck waiting reasons."""
     found = [(e.reason, f"container {e.container} terminated with exit code {e.exit_code}"
               + (f": {e.message}" if e.message else "")) for e in pod.all_exits if e.reason in EXIT_WARNINGS]
-    if pod.waiting_reason in WAITING_WARNINGS and not pod.terminal:
+    if pod.waiting_reason in STUCK_WAITING_REASONS and not pod.terminal:
         found.append((pod.waiting_reason, f"a container is waiting: {pod.waiting_reason}"
                       + (f" ({pod.restarts} restart(s))" if pod.restarts else "")))
     return found

@@ -31,12 +31,17 @@ def _compile_template(template: Mapping[str, Any], _: None) -> FitnessCheck:
     return compile_fitness(template.get("spec") or {}, template=True)
 
 
+# V18: the template's hash, once per template in use rather than once per pass.
+_template_ids: IdentityMemo[Mapping[str, Any], None, str] = IdentityMemo(max_entries=1024)
+
+
 def take_ledger(spec: BroadcastJobSpec, record: JobRecord, *, kruise_compat: bool) -> NodeLedger:
     """The job's kept ledger when it was built for these very inputs, else a new one."""
     owner_kind = str(record.owner_reference.get("kind") or "") or None
     restart_limit = spec.failure_policy.restart_limit
     failures = FailureHandling(spec.failure_policy.backoff_limit_per_node, spec.pod_failure_rules,
-                               template_hash(spec.template) if spec.rerun_on_template_change else None,
+                               _template_ids(str(id(spec.template)), spec.template, None, lambda t, _: template_hash(t))
+                               if spec.rerun_on_template_change else None,
                                restart_limit)
     key = (spec.name, record.uid, owner_kind, restart_limit, failures, kruise_compat, id(spec.template),
            spec.node_selection)
